@@ -1,0 +1,5 @@
+"""Adversaries: one file per family (projection / likelihood-ratio scores, canaries, ...)."""
+
+from advsim.adversaries.projection import LikelihoodRatioScore, ProjectionScore
+
+__all__ = ["LikelihoodRatioScore", "ProjectionScore"]

@@ -1,6 +1,31 @@
-"""advsim: simulate and audit DP-SGD when only the last model is released."""
+"""advsim: simulate and audit DP-SGD when only the last model is released.
+
+The flow (see the README): a mechanism (one DP-SGD run, `advsim.mechanisms`) and an
+adversary (`advsim.adversaries`) go through `simulate`, which returns the scores of both
+worlds; an audit (`advsim.audits`) turns them into an empirical epsilon, read beside the
+heuristic, composition and full-batch bounds (`advsim.bounds`, re-exported here).
+"""
 
 from advsim._accounting import Accounting
+from advsim._adversary import AbstractAdversary
+from advsim._dpsgd import clip_gradients, dpsgd_update, run_mechanism
+from advsim._mechanism import AbstractMechanism, CanarySchedule
 from advsim._scores import NonFiniteScoresError, Scores
+from advsim._simulate import block_size, default_chunk_size, simulate
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AbstractAdversary",
+    "AbstractMechanism",
+    "Accounting",
+    "CanarySchedule",
+    "NonFiniteScoresError",
+    "Scores",
+    "block_size",
+    "clip_gradients",
+    "default_chunk_size",
+    "dpsgd_update",
+    "run_mechanism",
+    "simulate",
+]

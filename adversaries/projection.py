@@ -1,0 +1,79 @@
+"""Scores that read the last model along the canary's direction."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+from jaxtyping import Array, Float
+
+from advsim._adversary import AbstractAdversary
+from advsim._dpsgd import clip_gradients
+from advsim._mechanism import AbstractMechanism
+
+__all__ = ["LikelihoodRatioScore", "ProjectionScore"]
+
+
+def _last(release: Float[Array, "..."]) -> Float[Array, " d"]:
+    return release if release.ndim == 1 else release[-1]
+
+
+def _descent_direction(mechanism: AbstractMechanism) -> Float[Array, " d"]:
+    m0 = mechanism.init_model()
+    g = clip_gradients(mechanism.canary_gradient(m0, jnp.int32(1)), mechanism.clip_norm)
+    return -g / jnp.linalg.norm(g)
+
+
+class ProjectionScore(AbstractAdversary):
+    """Score = <m_T - m_0, u>: the last model's displacement along a unit direction u.
+
+    By default u is the canary's descent direction -clip(grad)/||clip(grad)|| at m_0 and
+    step 1, the optimal statistic for linear losses (proof of Theorem 1 of
+    arXiv:2410.06186); pass `direction` to project on another vector.
+
+    Example:
+        >>> from advsim.mechanisms import LinearProcess
+        >>> mech = LinearProcess(steps=5, sampling_prob=0.5, noise_multiplier=1.0)
+        >>> float(ProjectionScore().score(mech, jnp.ones(1)))
+        1.0
+    """
+
+    direction: np.ndarray | None = None
+
+    def __init__(self, direction=None):
+        if direction is not None:
+            direction = np.asarray(direction, np.float32)
+            norm = np.linalg.norm(direction)
+            if direction.ndim != 1 or not np.isfinite(norm) or norm == 0:
+                raise ValueError(f"direction must be a non-zero finite vector, got {direction!r}")
+            direction = direction / norm
+        self.direction = direction
+
+    def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
+        u = _descent_direction(mechanism) if self.direction is None else self.direction
+        return jnp.dot(_last(release) - mechanism.init_model(), u)
+
+
+class LikelihoodRatioScore(AbstractAdversary):
+    """The exact log-likelihood ratio log p_in(y) / p_out(y) of the projected last model.
+
+    Needs a mechanism with a known law of the projection y (in units of eta * C):
+    `mechanism.projection_law()` returning `(support, log_probs, scale)` of
+    y ~ N(X, s^2) with X on `support` (in) and y ~ N(0, s^2) (out). Then
+    log p_in/p_out(y) = logsumexp_k(log p_k + (2 x_k y - x_k^2) / (2 s^2)) (Appendix A.1
+    of arXiv:2410.06186): the Neyman-Pearson optimal score.
+    """
+
+    def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
+        if not hasattr(mechanism, "projection_law"):
+            raise TypeError(
+                f"{type(mechanism).__name__} has no projection_law(); LikelihoodRatioScore "
+                "needs both worlds' output laws"
+            )
+        support, log_probs, scale = mechanism.projection_law()
+        unit = jnp.asarray(mechanism.learning_rate, jnp.float32) * jnp.asarray(
+            mechanism.clip_norm, jnp.float32
+        )
+        y = ProjectionScore().score(mechanism, release) / unit
+        return logsumexp(log_probs + (2.0 * support * y - support**2) / (2.0 * scale**2))

@@ -1,0 +1,124 @@
+"""The DP-SGD step and one simulated run: clipping, sampling, noise, regularizer.
+
+Everything here is pure and jittable. A run's randomness comes from one key: its noise
+(shape `(T, d)`), its canary coins (`(T,)`) and its sampled group counts (`(T, g)`) are drawn
+up front from sub-keys of that key, so one run gives the same numbers whether it is
+simulated alone or in a batch of any size, on one device or many.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
+
+from advsim._mechanism import AbstractMechanism
+
+__all__ = ["bernoulli_from_bits", "clip_gradients", "dpsgd_update", "run_mechanism"]
+
+
+def clip_gradients(grads: Float[Array, "... d"], clip_norm) -> Float[Array, "... d"]:
+    """Per-example clipping to L2 norm `clip_norm` (row-wise): g / max(1, ||g|| / C)."""
+    norms = jnp.sqrt(jnp.sum(jnp.square(grads), axis=-1, keepdims=True))
+    # max(1, ||g||/C) written so that a zero gradient stays exactly zero.
+    scale = jnp.minimum(1.0, clip_norm / jnp.maximum(norms, jnp.finfo(grads.dtype).tiny))
+    return grads * scale
+
+
+def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, "..."]:
+    """Bernoulli(prob) draws from 32 random bits each, exact to 2^-32 in probability.
+
+    `jax.random.uniform(...) < prob` in float32 has a granularity of 2^-23, which would
+    turn q = 1e-6 into 9.5e-7; comparing the raw bits with prob * 2^32 does not.
+    """
+    bits = jax.random.bits(key, shape, jnp.uint32)
+    prob = jnp.asarray(prob, jnp.float32)
+    # Integers below 2^24 are exact in float32, so small probabilities compare exactly.
+    return (bits.astype(jnp.float32) < prob * 4294967296.0) | (prob >= 1.0)
+
+
+def dpsgd_update(
+    mechanism: AbstractMechanism,
+    model: Float[Array, " d"],
+    t: Int[Array, ""],
+    canary_present: Bool[Array, ""],
+    counts: Int[Array, " g"],
+    std_noise: Float[Array, " d"],
+) -> Float[Array, " d"]:
+    """One step of Algorithm 1 of arXiv:2410.06186, given the step's randomness.
+
+    Args:
+        mechanism: supplies the gradients and hyperparameters.
+        model: m_{t-1}.
+        t: the 1-indexed step.
+        canary_present: whether the canary is in this step's batch.
+        counts: sampled number of examples of each group in the batch.
+        std_noise: standard normal draws, scaled here by sigma * C.
+
+    Returns:
+        m_t.
+    """
+    dtype = model.dtype
+    c = jnp.asarray(mechanism.clip_norm, dtype)
+    sigma = jnp.asarray(mechanism.noise_multiplier, dtype)
+    lr = jnp.asarray(mechanism.learning_rate, dtype)
+    grad_sum = jnp.zeros_like(model)
+    data = mechanism.data_gradients(model, t)
+    if data.shape[0] > 0:
+        # An explicit reduction, not a matmul: its summation order does not depend on how
+        # many runs are batched together, so results are identical for any chunk size.
+        grad_sum = grad_sum + jnp.sum(counts.astype(dtype)[:, None] * clip_gradients(data, c), 0)
+    canary = clip_gradients(mechanism.canary_gradient(model, t), c)
+    grad_sum = grad_sum + jnp.where(canary_present, canary, jnp.zeros_like(canary))
+    reg = mechanism.regularizer_gradient(model, t)
+    return model - lr * (grad_sum + reg + sigma * c * std_noise)
+
+
+def run_mechanism(
+    mechanism: AbstractMechanism,
+    canary_in: Bool[Array, ""] | bool,
+    *,
+    key: PRNGKeyArray,
+    release: str = "last",
+) -> Float[Array, "..."]:
+    """Simulates one DP-SGD run and returns its release.
+
+    Args:
+        mechanism: the run to simulate.
+        canary_in: whether this is the world with the canary.
+        key: the run's key; it alone determines the run.
+        release: "last" returns m_T, shape (d,); "all" returns m_0..m_T, shape (T+1, d).
+
+    Returns:
+        The released output.
+    """
+    steps = mechanism.steps
+    model = mechanism.init_model()
+    dtype = model.dtype
+    k_noise, k_coin, k_count = jax.random.split(key, 3)
+    noise = jax.random.normal(k_noise, (steps, model.shape[-1]), dtype)
+    t = jnp.arange(1, steps + 1, dtype=jnp.int32)
+
+    schedule = mechanism.canary_schedule
+    present = schedule.mask(t) & jnp.asarray(canary_in)
+    if schedule.sampled and mechanism.batching == "poisson":
+        present = present & bernoulli_from_bits(k_coin, mechanism.sampling_prob, (steps,))
+
+    group_counts = jnp.asarray(mechanism.data_counts())
+    if group_counts.shape[0] > 0 and mechanism.batching == "poisson":
+        q = jnp.asarray(mechanism.sampling_prob, dtype)
+        counts = jax.random.binomial(
+            k_count, group_counts.astype(dtype), q, (steps, group_counts.shape[0]), dtype
+        ).astype(jnp.int32)
+    else:
+        counts = jnp.broadcast_to(group_counts, (steps, group_counts.shape[0]))
+
+    def body(m, xs):
+        t_, present_, counts_, noise_ = xs
+        m_next = dpsgd_update(mechanism, m, t_, present_, counts_, noise_)
+        return m_next, (m_next if release == "all" else None)
+
+    final, trajectory = jax.lax.scan(body, model, (t, present, counts, noise))
+    if release == "all":
+        return jnp.concatenate([model[None], trajectory], axis=0)
+    return final

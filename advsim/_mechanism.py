@@ -1,0 +1,188 @@
+"""The mechanism abstraction: one DP-SGD run, described by its gradients.
+
+A mechanism says *what* the gradients are (the canary's, the other examples', the
+regularizer's); the engine in `advsim._dpsgd` says *how* they are used: it clips every
+example's gradient to norm `clip_norm`, samples the batch, adds Gaussian noise and applies
+the regularizer's gradient unclipped. So a user-written mechanism cannot break the privacy
+guarantee by accident, and `mechanism.accounting()` is always the right record to bound it
+with.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar, Literal
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from advsim._accounting import Accounting
+from advsim._validation import check_int, check_positive, check_probability
+
+__all__ = ["AbstractMechanism", "CanarySchedule", "as_traced_float"]
+
+
+def as_traced_float(name: str, value, check) -> np.ndarray:
+    """Validates a scalar hyperparameter and stores it as a 0-d float64 numpy array.
+
+    Arrays are traced by `eqx.filter_jit`, so a sweep over this value reuses one compiled
+    function; float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
+    """
+    return np.asarray(check(name, float(np.asarray(value))), dtype=np.float64)
+
+
+class CanarySchedule(eqx.Module):
+    """Which steps can carry the canary, and whether it is Poisson-sampled there.
+
+    The canary can be present at steps `first, first + period, first + 2 period, ...` up
+    to `last` (default: the last step), 1-indexed as in the papers. At those steps it is in
+    the batch with probability `sampling_prob` when `sampled` is True (DP-SGD with Poisson
+    sampling), or always when False (a crafted gradient inserted deterministically, or a
+    fixed batch).
+
+    Example:
+        >>> CanarySchedule.every_step().steps(5)
+        (1, 2, 3, 4, 5)
+        >>> CanarySchedule.every(3).steps(10)
+        (1, 4, 7, 10)
+        >>> CanarySchedule.only(1, sampled=False).steps(10)
+        (1,)
+    """
+
+    period: int = eqx.field(static=True, default=1)
+    first: int = eqx.field(static=True, default=1)
+    last: int | None = eqx.field(static=True, default=None)
+    sampled: bool = eqx.field(static=True, default=True)
+
+    def __check_init__(self):
+        check_int("period", self.period, minimum=1)
+        check_int("first", self.first, minimum=1)
+        if self.last is not None:
+            check_int("last", self.last, minimum=self.first)
+
+    @classmethod
+    def every_step(cls, *, sampled: bool = True) -> CanarySchedule:
+        """The canary can be in every step (standard DP-SGD)."""
+        return cls(period=1, first=1, last=None, sampled=sampled)
+
+    @classmethod
+    def every(cls, period: int, *, first: int = 1, sampled: bool = True) -> CanarySchedule:
+        """Steps `first, first + period, ...` (e.g. a gradient canary every k-th step)."""
+        return cls(period=period, first=first, last=None, sampled=sampled)
+
+    @classmethod
+    def only(cls, step: int, *, sampled: bool = True) -> CanarySchedule:
+        """A single step, e.g. `only(1)` for a canary used at step 1 only."""
+        return cls(period=1, first=step, last=step, sampled=sampled)
+
+    def steps(self, num_steps: int) -> tuple[int, ...]:
+        """The 1-indexed steps in `[1, num_steps]` that can carry the canary."""
+        last = num_steps if self.last is None else min(self.last, num_steps)
+        return tuple(range(self.first, last + 1, self.period))
+
+    def mask(self, t: Int[Array, "..."]) -> Bool[Array, "..."]:
+        """Jittable membership test for 1-indexed steps `t`."""
+        ok = (t >= self.first) & ((t - self.first) % self.period == 0)
+        if self.last is not None:
+            ok = ok & (t <= self.last)
+        return ok
+
+
+class AbstractMechanism(eqx.Module):
+    """One DP-SGD run, described by its gradients; the engine does the privacy part.
+
+    Concrete mechanisms are final `eqx.Module`s that set the hyperparameter fields below and
+    implement `init_model` and `canary_gradient`; they may override `data_gradients` /
+    `data_counts` (the other examples, as groups of identical examples with counts) and
+    `regularizer_gradient` (applied unclipped). The update of step t (1-indexed) is
+
+    $$m_t = m_{t-1} - \\eta \\Big( \\sum_{g} n_{g,t}\\, \\mathrm{clip}_C(\\nabla_g)
+        + b_t\\, \\mathrm{clip}_C(\\nabla_{canary}) + \\nabla r(m_{t-1}) + \\xi_t \\Big),
+        \\quad \\xi_t \\sim N(0, \\sigma^2 C^2 I),$$
+
+    with $n_{g,t} \\sim \\mathrm{Binomial}(\\mathrm{count}_g, q)$ under Poisson sampling
+    (or $n_{g,t} = \\mathrm{count}_g$ for a fixed batch) and $b_t$ the canary's presence,
+    i.e. Algorithm 1 of arXiv:2410.06186 (Poisson sampling, add/remove neighbours, an
+    unclipped regularizer). Use `learning_rate = 1/B` for the averaged update of a fixed
+    batch of size B.
+
+    Fields every concrete mechanism declares:
+        steps: T (static: it sets the scan length).
+        sampling_prob: q, stored as a 0-d float64 array (traced).
+        noise_multiplier: sigma (traced).
+        clip_norm: C (traced).
+        learning_rate: eta (traced).
+        canary_schedule: a `CanarySchedule`.
+        batching: "poisson" or "fixed" (static).
+    """
+
+    steps: eqx.AbstractVar[int]
+    sampling_prob: eqx.AbstractVar[np.ndarray]
+    noise_multiplier: eqx.AbstractVar[np.ndarray]
+    clip_norm: eqx.AbstractVar[np.ndarray]
+    learning_rate: eqx.AbstractVar[np.ndarray]
+    canary_schedule: eqx.AbstractVar[CanarySchedule]
+    batching: eqx.AbstractVar[Literal["poisson", "fixed"]]
+
+    #: Set True by mechanisms whose numerics need float64 (jax_enable_x64).
+    requires_x64: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def init_model(self) -> Float[Array, " d"]:
+        """The initial model m_0 (public, identical in both worlds)."""
+
+    @abc.abstractmethod
+    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
+        """The canary's (unclipped) gradient at `model` in step `t`."""
+
+    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "g d"]:
+        """Per-example gradients of the other examples, one row per group (default: none)."""
+        return jnp.zeros((0, model.shape[-1]), model.dtype)
+
+    def data_counts(self) -> Int[Array, " g"]:
+        """How many identical examples each group holds (default: no groups)."""
+        return jnp.zeros((0,), jnp.int32)
+
+    def regularizer_gradient(
+        self, model: Float[Array, " d"], t: Int[Array, ""]
+    ) -> Float[Array, " d"]:
+        """Gradient of the regularizer r at `model`; the engine never clips it (default 0)."""
+        return jnp.zeros_like(model)
+
+    def accounting(self) -> Accounting:
+        """What the bounds need: steps, the canary's sampling rate, sigma, its steps."""
+        canary_steps = self.canary_schedule.steps(self.steps)
+        if not canary_steps:
+            raise ValueError(
+                f"canary_schedule {self.canary_schedule} puts the canary in no step of "
+                f"steps={self.steps}"
+            )
+        sampled = self.canary_schedule.sampled and self.batching == "poisson"
+        return Accounting(
+            steps=self.steps,
+            sampling_prob=float(self.sampling_prob) if sampled else 1.0,
+            noise_multiplier=float(self.noise_multiplier),
+            canary_steps=canary_steps,
+        )
+
+
+def validate_common(
+    *,
+    steps,
+    sampling_prob,
+    noise_multiplier,
+    clip_norm,
+    learning_rate,
+    batching,
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """Checks the hyperparameters every DP-SGD mechanism shares; returns them normalised."""
+    steps = check_int("steps", steps, minimum=1)
+    q = as_traced_float("sampling_prob", sampling_prob, check_probability)
+    sigma = as_traced_float("noise_multiplier", noise_multiplier, check_positive)
+    c = as_traced_float("clip_norm", clip_norm, check_positive)
+    lr = as_traced_float("learning_rate", learning_rate, check_positive)
+    if batching not in ("poisson", "fixed"):
+        raise ValueError(f"batching must be 'poisson' or 'fixed', got {batching!r}")
+    return steps, q, sigma, c, lr, batching
