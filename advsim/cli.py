@@ -1,0 +1,196 @@
+"""Command line: `advsim audit` (the main job) and `advsim bound`.
+
+`advsim audit` with no arguments runs the built-in experiment: the linear 1-D process with
+q = 0.01, sigma calibrated so that composition gives eps = 8 at delta = 1e-5 for each T,
+10^6 runs per world per T, family auditing; it prints a table and writes CSV, JSON and a
+PNG/PDF plot into an output folder whose name it prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+_COLUMNS = ("steps", "noise_multiplier", "eps_lower", "eps_point", "heuristic", "composition")
+
+
+def _positive_int(text: str) -> int:
+    value = float(text)  # accept 1e6
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return int(value)
+
+
+def _build_mechanism(args, steps: int, sigma: float):
+    from advsim.mechanisms import LinearProcess
+
+    if args.mechanism == "linear":
+        return LinearProcess(steps, args.sampling_prob, sigma, clip_norm=args.clip_norm)
+    return LinearProcess.with_data(
+        steps, args.sampling_prob, sigma, clip_norm=args.clip_norm, dim=args.dim,
+        num_examples=args.num_examples, distribution=args.data_distribution,
+        scale=args.data_scale, data_seed=args.seed,
+    )
+
+
+def _build_adversary(name: str):
+    from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
+
+    return {"projection": ProjectionScore, "llr": LikelihoodRatioScore}[name]()
+
+
+def _format_table(rows) -> str:
+    head = f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {'heuristic':>10} {'composition':>12}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {r['eps_lower']:>10.3f} "
+            f"{r['eps_point']:>10.3f} {r['heuristic']:>10.3f} {r['composition']:>12.3f}"
+        )
+    return "\n".join(lines)
+
+
+def _cmd_audit(args) -> int:
+    from tqdm.auto import tqdm
+
+    from advsim import bounds
+    from advsim._io import provenance, write_csv, write_json
+    from advsim.experiment import run_audit
+    from advsim.plotting import plot_eps_vs_steps
+
+    if args.noise_multiplier is not None and args.target_epsilon is not None:
+        raise SystemExit("give either --noise-multiplier or --target-epsilon, not both")
+    target = 8.0 if args.noise_multiplier is None and args.target_epsilon is None else (
+        args.target_epsilon
+    )
+    out = Path(args.out) if args.out else Path("advsim-results") / (
+        "audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    config = {k: v for k, v in vars(args).items() if k != "func"}
+    config["target_epsilon"] = target
+    print(f"advsim audit: writing results to {out}", flush=True)
+
+    rows = []
+    bar = tqdm(args.steps, desc="audit", unit="T", disable=args.quiet)
+    for steps in bar:
+        sigma = args.noise_multiplier
+        if sigma is None:
+            sigma = bounds.calibrate_noise_multiplier(target, args.delta, steps, args.sampling_prob)
+        bar.set_postfix(T=steps, sigma=f"{sigma:.3f}")
+        record = run_audit(
+            _build_mechanism(args, steps, sigma), _build_adversary(args.adversary),
+            trials=args.trials, seed=args.seed, method=args.method, delta=args.delta,
+            confidence=args.confidence, threshold_selection=args.threshold,
+            chunk_size=args.chunk_size, progress=not args.quiet,
+        )
+        rows.append(record.to_dict())
+        # Results so far are always complete files: a killed run keeps what it finished.
+        write_csv(out / "results.csv", rows)
+        write_json(out / "results.json", {"provenance": provenance(config), "rows": rows})
+    print(_format_table(rows))
+    title = f"{args.mechanism}, q={args.sampling_prob:g}, {args.method} audit, {args.trials:g} runs/world"
+    paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
+    print(f"wrote {out / 'results.csv'}, {out / 'results.json'}, " + ", ".join(map(str, paths)))
+    return 0
+
+
+def _cmd_bound(args) -> int:
+    from advsim import bounds
+
+    n = args.canary_steps
+    kw = {"canary_steps": n} if n is not None else {}
+    rows = [
+        ("heuristic (last iterate)", bounds.heuristic_epsilon(
+            args.delta, args.steps, args.sampling_prob, args.noise_multiplier, **kw)),
+        ("heuristic, max over t <= T", bounds.heuristic_epsilon_max_over_steps(
+            args.delta, args.steps, args.sampling_prob, args.noise_multiplier))
+        if n is None else None,
+        ("composition (all iterates)", bounds.composition_epsilon(
+            args.delta, args.steps, args.sampling_prob, args.noise_multiplier, **kw)),
+        ("full batch (DP-GD)", bounds.full_batch_epsilon(
+            args.delta, args.steps, args.sampling_prob, args.noise_multiplier, **kw)),
+    ]
+    print(
+        f"T={args.steps} q={args.sampling_prob:g} sigma={args.noise_multiplier:g} "
+        f"delta={args.delta:g}" + (f" canary_steps={n}" if n is not None else "")
+    )
+    for row in rows:
+        if row is not None:
+            name, eps = row
+            print(f"  {name:<28} eps = {eps:.6g}" if math.isfinite(eps) else f"  {name:<28} eps = {eps}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="advsim", description="Simulate and audit hidden-state DP-SGD."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    a = sub.add_parser(
+        "audit",
+        help="simulate a mechanism, audit it, compare with the bounds (default: built-in "
+        "experiment)",
+        description="With no options: the linear 1-D process, q=0.01, sigma calibrated to "
+        "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing.",
+    )
+    a.add_argument("--mechanism", choices=["linear", "linear-data"], default="linear")
+    a.add_argument("--adversary", choices=["projection", "llr"], default="projection")
+    a.add_argument("--method", choices=["family", "gdp", "eps_delta"], default="family")
+    a.add_argument("--steps", type=_positive_int, nargs="+", default=None, metavar="T")
+    a.add_argument("--sampling-prob", type=float, default=0.01)
+    a.add_argument("--noise-multiplier", type=float, default=None,
+                   help="sigma (default: calibrated to --target-epsilon for each T)")
+    a.add_argument("--target-epsilon", type=float, default=None,
+                   help="calibrate sigma so composition gives this eps at --delta (default 8)")
+    a.add_argument("--delta", type=float, default=1e-5)
+    a.add_argument("--trials", type=_positive_int, default=10**6, help="runs per world")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--confidence", type=float, default=0.95)
+    a.add_argument("--threshold", choices=["split", "same"], default="split",
+                   help="split: choose on half, count on the other (rigorous); same: optimistic")
+    a.add_argument("--clip-norm", type=float, default=1.0)
+    a.add_argument("--dim", type=_positive_int, default=10, help="linear-data: model dimension")
+    a.add_argument("--num-examples", type=_positive_int, default=100,
+                   help="linear-data: other examples")
+    a.add_argument("--data-distribution", choices=["zero", "gaussian", "sphere"],
+                   default="gaussian")
+    a.add_argument("--data-scale", type=float, default=1.0)
+    a.add_argument("--chunk-size", type=_positive_int, default=None)
+    a.add_argument("--out", default=None, help="output folder (default: advsim-results/audit-<time>)")
+    a.add_argument("--quiet", action="store_true", help="no progress bars")
+    a.set_defaults(func=_cmd_audit)
+
+    b = sub.add_parser("bound", help="print the heuristic, composition and full-batch epsilons")
+    b.add_argument("--steps", type=_positive_int, required=True, metavar="T")
+    b.add_argument("--sampling-prob", type=float, required=True)
+    b.add_argument("--noise-multiplier", type=float, required=True)
+    b.add_argument("--delta", type=float, default=1e-5)
+    b.add_argument("--canary-steps", type=_positive_int, default=None,
+                   help="steps that can carry the canary (default: all T)")
+    b.set_defaults(func=_cmd_bound)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "audit" and args.steps is None:
+        from advsim.experiment import DEFAULT_STEPS
+
+        args.steps = list(DEFAULT_STEPS)
+    try:
+        return args.func(args)
+    except ValueError as err:  # bad parameters: one clear line, no traceback
+        print(f"advsim {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

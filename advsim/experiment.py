@@ -1,0 +1,163 @@
+"""One audit end to end: simulate both worlds, audit the scores, read the bounds beside it.
+
+`run_audit` is the unit every driver uses (the `advsim audit` command, sweeps, the figure
+scripts): it returns one flat record with the parameters, the empirical epsilon (a lower
+bound at the stated confidence and a point estimate) and the heuristic, composition and
+full-batch bounds computed from `mechanism.accounting()` of the mechanism actually run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import jax
+
+from advsim._adversary import AbstractAdversary
+from advsim._mechanism import AbstractMechanism
+from advsim._simulate import simulate
+from advsim._validation import check_delta, check_in_interval, check_int
+
+__all__ = ["AuditRecord", "DEFAULT_STEPS", "default_experiment", "run_audit"]
+
+#: Steps of the built-in experiment (the last-iterate paper's gradient-canary setting,
+#: Figure 3 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8).
+DEFAULT_STEPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditRecord:
+    """One audited configuration: parameters, empirical epsilon and the three bounds."""
+
+    mechanism: str
+    adversary: str
+    method: str
+    steps: int
+    sampling_prob: float
+    noise_multiplier: float
+    num_canary_steps: int
+    delta: float
+    confidence: float
+    threshold_selection: str
+    trials: int
+    seed: int
+    eps_lower: float
+    eps_point: float
+    heuristic: float
+    composition: float
+    full_batch: float
+    rigorous: bool
+    threshold: float
+    fpr: float
+    fnr: float
+    wall_time_s: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_audit(
+    mechanism: AbstractMechanism,
+    adversary: AbstractAdversary,
+    *,
+    trials: int,
+    seed: int = 0,
+    method: str = "family",
+    delta: float = 1e-5,
+    confidence: float = 0.95,
+    threshold_selection: str = "split",
+    chunk_size: int | None = None,
+    progress: bool | None = None,
+) -> AuditRecord:
+    """Simulates, audits and bounds one configuration.
+
+    Args:
+        mechanism: the DP-SGD run.
+        adversary: crafts it and scores its releases.
+        trials: runs per world.
+        seed: the simulation key is `jax.random.key(seed)`; the split of runs into
+            threshold-choosing and counting halves also uses `seed`.
+        method: "family" (needs T and q: the last-iterate paper's audit), "gdp" or
+            "eps_delta"; see `advsim.audits`.
+        delta: the delta at which every epsilon is reported.
+        confidence: of the Clopper-Pearson intervals behind `eps_lower`.
+        threshold_selection: "split" (rigorous) or "same" (optimistic, as in the papers).
+        chunk_size: runs per compiled chunk (results do not depend on it).
+        progress: tqdm bar (default: automatic for long simulations).
+
+    Returns:
+        An `AuditRecord`.
+    """
+    from advsim.audits import audit
+    from advsim.bounds import bounds_for
+
+    trials = check_int("trials", trials, minimum=2)
+    delta = check_delta("delta", delta)
+    confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
+    start = time.perf_counter()
+    crafted = adversary.craft(mechanism)
+    accounting = crafted.accounting()
+    scores = simulate(
+        mechanism, adversary, trials, jax.random.key(seed), chunk_size=chunk_size,
+        progress=progress,
+    )
+    result = audit(
+        scores,
+        method,
+        delta=delta,
+        accounting=accounting,
+        confidence=confidence,
+        threshold_selection=threshold_selection,
+        seed=seed,
+    )
+    bounds = bounds_for(accounting, delta)
+    return AuditRecord(
+        mechanism=type(crafted).__name__,
+        adversary=type(adversary).__name__,
+        method=method,
+        steps=accounting.steps,
+        sampling_prob=accounting.sampling_prob,
+        noise_multiplier=accounting.noise_multiplier,
+        num_canary_steps=accounting.num_canary_steps,
+        delta=delta,
+        confidence=confidence,
+        threshold_selection=threshold_selection,
+        trials=trials,
+        seed=seed,
+        eps_lower=float(result.eps_lower),
+        eps_point=float(result.eps_point),
+        heuristic=float(bounds["heuristic"]),
+        composition=float(bounds["composition"]),
+        full_batch=float(bounds["full_batch"]),
+        rigorous=bool(result.rigorous),
+        threshold=float(result.threshold),
+        fpr=float(result.fpr),
+        fnr=float(result.fnr),
+        wall_time_s=time.perf_counter() - start,
+    )
+
+
+def default_experiment(
+    steps: Sequence[int] = DEFAULT_STEPS,
+    *,
+    sampling_prob: float = 0.01,
+    target_epsilon: float = 8.0,
+    delta: float = 1e-5,
+) -> list[dict]:
+    """The built-in `advsim audit` grid: one linear-process config per T.
+
+    For each T, sigma is the smallest noise multiplier for which composition (dp-accounting's
+    PLD accountant) gives `target_epsilon` at `delta`, as in the gradient-canary experiment of
+    the last-iterate paper (Section 3.1 and Figure 3 of arXiv:2410.06186).
+
+    Returns:
+        A list of `{"steps", "sampling_prob", "noise_multiplier"}` dicts.
+    """
+    from advsim.bounds import calibrate_noise_multiplier
+
+    configs = []
+    for t in steps:
+        sigma = calibrate_noise_multiplier(target_epsilon, delta, t, sampling_prob)
+        configs.append({"steps": int(t), "sampling_prob": sampling_prob, "noise_multiplier": sigma})
+    return configs
