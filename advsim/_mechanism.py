@@ -129,6 +129,27 @@ class AbstractMechanism(eqx.Module):
     #: Set True by mechanisms whose numerics need float64 (jax_enable_x64).
     requires_x64: ClassVar[bool] = False
 
+    def __check_init__(self):
+        # Runs after every concrete mechanism's __init__ (equinox), so a user-written
+        # mechanism gets the same clear errors as the built-in ones.
+        check_int("steps", self.steps, minimum=1)
+        for name, check in (
+            ("sampling_prob", check_probability),
+            ("noise_multiplier", check_positive),
+            ("clip_norm", check_positive),
+            ("learning_rate", check_positive),
+        ):
+            value = getattr(self, name)
+            if np.ndim(value) != 0:
+                raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)}")
+            check(name, float(np.asarray(value)))
+        if self.batching not in ("poisson", "fixed"):
+            raise ValueError(f"batching must be 'poisson' or 'fixed', got {self.batching!r}")
+        if not isinstance(self.canary_schedule, CanarySchedule):
+            raise TypeError(
+                f"canary_schedule must be a CanarySchedule, got {type(self.canary_schedule)}"
+            )
+
     @abc.abstractmethod
     def init_model(self) -> Float[Array, " d"]:
         """The initial model m_0 (public, identical in both worlds)."""
