@@ -1,0 +1,60 @@
+"""The command line: `advsim bound` and a small `advsim audit`, in-process."""
+
+import csv
+import json
+
+import pytest
+
+from advsim import bounds
+from advsim.cli import main
+
+
+def test_bound_prints_the_three_bounds(capsys):
+    assert main(["bound", "--steps", "100", "--sampling-prob", "0.1",
+                 "--noise-multiplier", "1", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    heur = bounds.heuristic_epsilon(1e-5, 100, 0.1, 1.0)
+    assert f"{heur:.6g}" in out
+    assert "composition" in out and "full batch" in out and "max over t" in out
+
+
+def test_bound_rejects_bad_sampling_prob(capsys):
+    code = main(["bound", "--steps", "10", "--sampling-prob", "1.5", "--noise-multiplier", "1"])
+    assert code == 2
+    assert "sampling_prob must be in (0, 1], got 1.5" in capsys.readouterr().err
+
+
+def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["audit", "--steps", "5", "20", "--sampling-prob", "0.1",
+                 "--noise-multiplier", "1.0", "--trials", "20000", "--out", str(out), "--quiet"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "eps_lower" in text and "composition" in text
+    with open(out / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["steps"]) for r in rows] == [5, 20]
+    for r in rows:
+        assert 0 <= float(r["eps_lower"]) <= float(r["composition"])
+    meta = json.loads((out / "results.json").read_text())
+    prov = meta["provenance"]
+    assert prov["config"]["trials"] == 20000
+    assert "jax" in prov["versions"] and prov["jax_devices"] and prov["git_commit"]
+    assert (out / "eps_vs_steps.png").stat().st_size > 0
+    assert (out / "eps_vs_steps.pdf").stat().st_size > 0
+    assert not list(out.glob(".*.tmp"))  # no half-written files left behind
+
+
+def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
+    out = tmp_path / "run"
+    assert main(["audit", "--steps", "10", "--target-epsilon", "4", "--sampling-prob", "0.1",
+                 "--trials", "2000", "--out", str(out), "--quiet"]) == 0
+    meta = json.loads((out / "results.json").read_text())
+    row = meta["rows"][0]
+    assert row["composition"] == pytest.approx(4.0, rel=2e-2)
+
+
+def test_audit_rejects_both_sigma_and_target(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["audit", "--steps", "10", "--target-epsilon", "4", "--noise-multiplier", "1",
+              "--out", str(tmp_path)])
