@@ -1,0 +1,36 @@
+"""Score sets in, epsilon out: empirical privacy auditing of simulated runs.
+
+Every audit here reads one threshold test ("canary in" iff `score >= tau`) and bounds its
+false-positive and false-negative rates with one-sided Clopper-Pearson intervals (joint
+confidence `confidence`). The methods differ in the privacy statement they read off:
+
+- `GaussianDPAudit` (`"gdp"`): a lower bound on the GDP parameter mu, converted to eps
+  (Nasr et al. 2023, arXiv:2302.07956; Dong, Roth & Su, arXiv:1905.02383).
+- `EpsDeltaAudit` (`"eps_delta"`): eps straight from the (eps, delta)-DP inequalities;
+  assumes nothing about the mechanism.
+- `HeuristicFamilyAudit` (`"family"`): an upper bound on the noise multiplier within the
+  last-iterate heuristic's family, reported as its heuristic eps (Steinke et al.,
+  arXiv:2410.06186, Section 3.1).
+
+With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
+the rates counted on the other half, so `eps_lower` is a rigorous bound under the
+method's assumption; `"same"` reproduces the papers' practice and is marked optimistic.
+"""
+
+from ._api import AUDITS, audit, get_audit
+from ._base import AbstractAudit
+from ._eps_delta import EpsDeltaAudit
+from ._family import HeuristicFamilyAudit
+from ._gdp import GaussianDPAudit
+from ._result import AuditResult
+
+__all__ = [
+    "AUDITS",
+    "AbstractAudit",
+    "AuditResult",
+    "EpsDeltaAudit",
+    "GaussianDPAudit",
+    "HeuristicFamilyAudit",
+    "audit",
+    "get_audit",
+]

@@ -1,0 +1,115 @@
+"""HeuristicFamilyAudit: recovering the heuristic epsilon of the linear last-iterate process."""
+
+import math
+
+import numpy as np
+import pytest
+from advsim.audits import GaussianDPAudit, HeuristicFamilyAudit
+from advsim.audits._base import audit_at_threshold
+
+import advsim.bounds as bounds
+from advsim import Accounting, Scores
+
+from ._helpers import every_step, family_scores
+
+DELTA = 1e-5
+
+
+def _acceptance(steps, q, sigma, seed=0):
+    # Scores sampled exactly from P = Binomial(T, q) + N(0, T sigma^2) vs
+    # Q = N(0, T sigma^2), 10^6 runs per world; the truth is advsim.bounds'
+    # heuristic_epsilon (Theorem 1 of arXiv:2410.06186).
+    s = family_scores(steps, q, sigma, 10**6, seed=seed)
+    acc = every_step(steps, q, sigma)
+    r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    truth = bounds.heuristic_epsilon(DELTA, steps, q, sigma, canary_steps=steps)
+    return r, truth
+
+
+@pytest.mark.parametrize(
+    ("steps", "q", "truth"),
+    # heuristic_epsilon(1e-5, T, q, 1.0): 5.3582 for (100, 0.1), 1.2778 for (1000, 0.01).
+    [(100, 0.1, 5.3582), (1000, 0.01, 1.2778)],
+)
+def test_acceptance_recovers_heuristic_within_5_percent(steps, q, truth):
+    # Project acceptance point: family auditing of the linear process at 10^6 runs per
+    # world recovers the heuristic epsilon within 5% and never exceeds it.
+    r, heuristic = _acceptance(steps, q, 1.0)
+    assert heuristic == pytest.approx(truth, abs=1e-4)
+    assert r.rigorous
+    assert r.extras["sigma_upper"] >= 1.0  # soundness in the family's own parameter
+    assert 0.95 * heuristic <= r.eps_lower <= heuristic
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("steps", "q"), [(100, 0.1), (1000, 0.01)])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_acceptance_other_seeds(steps, q, seed):
+    r, heuristic = _acceptance(steps, q, 1.0, seed=seed)
+    assert 0.95 * heuristic <= r.eps_lower <= heuristic
+
+
+def test_sound_with_fewer_runs_and_partial_canary_steps():
+    # Canary can be sampled at only n_c = 20 of T = 50 steps: P = Binomial(20, q) +
+    # N(0, T sigma^2). sigma_upper must cover the true sigma; eps must not exceed the
+    # heuristic with canary_steps = 20.
+    steps, n_c, q, sigma, n = 50, 20, 0.2, 0.8, 10**5
+    rng = np.random.default_rng(4)
+    scale = math.sqrt(steps) * sigma
+    s = Scores(rng.binomial(n_c, q, n) + rng.normal(0, scale, n), rng.normal(0, scale, n))
+    acc = Accounting(steps, q, sigma, canary_steps=tuple(range(1, n_c + 1)))
+    r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    truth = bounds.heuristic_epsilon(DELTA, steps, q, sigma, canary_steps=n_c)
+    assert r.extras["sigma_upper"] >= sigma
+    assert 0.8 * truth <= r.eps_lower <= truth
+
+
+def test_full_batch_family_is_gdp():
+    # q = 1: P = T + N(0, T sigma^2) vs N(0, T sigma^2) is mu-GDP with mu = sqrt(T)/sigma
+    # (Appendix B of arXiv:2410.06186), and f_sigma = G_mu. At the same threshold the two
+    # audits must agree: sigma_upper = sqrt(T) / mu_lower, and both epsilons coincide.
+    steps = 16
+    s = family_scores(steps, 1.0, 4.0, 10**4, seed=6)  # mu = 1
+    acc = every_step(steps, 1.0, 4.0)
+    tau = 2.5
+    fam = audit_at_threshold(HeuristicFamilyAudit(), s, tau, delta=DELTA, accounting=acc)
+    gdp = audit_at_threshold(GaussianDPAudit(), s, tau, delta=DELTA)
+    mu_lower = gdp.extras["mu_lower"]
+    assert 0.8 < mu_lower < 1.0
+    assert fam.extras["sigma_upper"] == pytest.approx(math.sqrt(steps) / mu_lower, rel=1e-8)
+    assert fam.eps_lower == pytest.approx(gdp.eps_lower, rel=1e-6)
+
+
+def test_only_ranks_matter():
+    # The audit only uses the rates of threshold tests, so a strictly increasing map of
+    # the scores (here x -> 8 x^3, not on the family's scale) changes nothing.
+    s = family_scores(100, 0.1, 1.0, 20_000, seed=7)
+    acc = every_step(100, 0.1, 1.0)
+    t = Scores(8 * s.canary_in**3, 8 * s.canary_out**3)
+    a = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    b = HeuristicFamilyAudit()(t, delta=DELTA, accounting=acc)
+    assert (a.eps_lower, a.eps_point, a.fpr, a.fnr) == (b.eps_lower, b.eps_point, b.fpr, b.fnr)
+
+
+def test_no_sigma_excluded_gives_infinite_sigma_and_zero_eps():
+    # FNR_ub >= 1 - FPR_ub at the threshold: f_sigma(a) < 1 - a for every finite sigma,
+    # so no sigma is excluded.
+    s = family_scores(100, 0.1, 1.0, 20_000, seed=8)
+    acc = every_step(100, 0.1, 1.0)
+    r = audit_at_threshold(HeuristicFamilyAudit(), s, 1e9, delta=DELTA, accounting=acc)
+    assert r.fpr == 0.0 and r.fnr == 1.0
+    assert r.extras["sigma_upper"] == math.inf and r.eps_lower == 0.0
+
+
+def test_rates_incompatible_with_the_family_are_flagged():
+    # Perfectly separated scores: FNR_ub ~ 3.7e-5 at n = 10^5, but with probability
+    # (1 - q)^T = 2^-10 ~ 9.8e-4 the canary is never sampled, so every member of the
+    # family has FNR >= 9.8e-4 (1 - FPR). The audit reports the smallest sigma it can
+    # resolve (a conservative sigma_upper) and flags it.
+    n = 10**5
+    s = Scores(np.full(n, 100.0), np.zeros(n))
+    acc = every_step(10, 0.5, 1.0)
+    r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    assert r.extras["sigma_upper_at_floor"] is True
+    assert r.extras["sigma_upper"] == pytest.approx(1 / (40 * math.sqrt(10)))
+    assert r.eps_lower > 10
