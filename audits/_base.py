@@ -6,7 +6,10 @@ they read off its two error rates. The engine does what they share:
 
 1. choose `tau` among a few thousand candidates (`candidate_thresholds`), maximising the
    method's own Clopper-Pearson-bounded objective: on a random half of each world
-   (`threshold_selection="split"`, rigorous) or on all runs (`"same"`, optimistic);
+   (`threshold_selection="split"`, rigorous; there the rates are bounded at the
+   Bonferroni level `(1 - confidence) / (2 K)` over the K candidates, which steers the
+   choice away from thresholds with few counts) or on all runs (`"same"`, optimistic,
+   at the reporting level `(1 - confidence) / 2`);
 2. count FP and FN at `tau` on the other half (or on all runs) and bound both with
    one-sided Clopper-Pearson intervals at level `(1 - confidence) / 2` each, so the two
    bounds hold jointly with probability >= `confidence` (union bound);
@@ -181,9 +184,16 @@ def run_threshold_audit(
 
     cands = candidate_thresholds(sel_in, sel_out)
     fp, fn = counts_at(sel_in, sel_out, cands)
+    # Under "split" the choosing half bounds its rates at level alpha / K (K candidates):
+    # the maximum over K noisy objectives otherwise favours tail thresholds whose few
+    # counts looked lucky and that the counting half does not confirm. Any rule that
+    # looks only at the choosing half keeps eps_lower valid; this one is the robust one
+    # (measured worst of 8 seeds at 1e6 runs: family T=100 0.59 -> 0.98 of the heuristic,
+    # GDP 0.88 -> 0.99 of the truth). "same" keeps the papers' rule: one level throughout.
+    select_alpha = alpha / cands.size if split else alpha
     best = audit._select(
-        clopper_pearson_upper(fp, sel_out.size, alpha),
-        clopper_pearson_upper(fn, sel_in.size, alpha),
+        clopper_pearson_upper(fp, sel_out.size, select_alpha),
+        clopper_pearson_upper(fn, sel_in.size, select_alpha),
         delta,
         ctx,
     )

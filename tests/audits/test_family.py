@@ -43,7 +43,10 @@ def test_acceptance_recovers_heuristic_within_5_percent(steps, q, truth):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("steps", "q"), [(100, 0.1), (1000, 0.01)])
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# Seeds 302, 306, 307 are regressions: choosing the threshold with the reporting level
+# (1 - c)/2 instead of the Bonferroni level on the choosing half gave 0.76, 0.80 and 0.59
+# of the heuristic for (100, 0.1) (now 0.984-0.989).
+@pytest.mark.parametrize("seed", [1, 2, 3, 302, 306, 307])
 def test_acceptance_other_seeds(steps, q, seed):
     r, heuristic = _acceptance(steps, q, 1.0, seed=seed)
     assert 0.95 * heuristic <= r.eps_lower <= heuristic

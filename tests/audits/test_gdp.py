@@ -30,9 +30,9 @@ def test_sound_then_tight_on_gaussian_scores(mu, n):
     assert r.extras["mu_lower"] <= mu
     assert r.eps_lower <= true_eps
     # Tightness: the Clopper-Pearson width at a well-chosen threshold shrinks as
-    # 1/sqrt(n). Measured eps_lower / eps over seeds 0-4: 0.95-0.97 (mu = 1) and
-    # 0.89-0.99 (mu = 2) at 1e5 runs per world; 0.975-0.995 at 1e6.
-    rtol = 0.15 if n == 10**5 else 0.03
+    # 1/sqrt(n). Measured eps_lower / eps over seeds 0-4: 0.963-0.989 at 1e5 runs per
+    # world and 0.987-0.997 at 1e6 (mu = 1 and 2).
+    rtol = 0.08 if n == 10**5 else 0.02
     assert r.eps_lower >= (1 - rtol) * true_eps
     assert r.extras["mu_lower"] >= (1 - rtol) * mu
     # The point estimate (raw rates, best threshold with >= 50 FP and FN) is biased up
