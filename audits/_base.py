@@ -13,8 +13,10 @@ they read off its two error rates. The engine does what they share:
 2. count FP and FN at `tau` on the other half (or on all runs) and bound both with
    one-sided Clopper-Pearson intervals at level `(1 - confidence) / 2` each, so the two
    bounds hold jointly with probability >= `confidence` (union bound);
-3. hand the bounded rates to the method (`_bound`) for `eps_lower`, and the raw rates of
-   all runs to the method (`_point`) for the estimate `eps_point`.
+3. hand the bounded rates to the method (`_bound`) for `eps_lower`, and the raw rates at
+   the same threshold and on the same runs to the method (`_point`) for the estimate
+   `eps_point` (falling back to the best raw estimate over thresholds with at least
+   `min_count` counts on all runs when the chosen threshold has too few).
 """
 
 from __future__ import annotations
@@ -164,6 +166,30 @@ def _point_estimate(audit, sorted_in, sorted_out, delta, ctx) -> tuple:
     return float(eps), extras
 
 
+def _held_out_point(audit, cnt_in, cnt_out, tau, delta, ctx) -> tuple:
+    """The method's estimate from raw rates at the chosen `tau`, counted where `eps_lower`
+    is counted (the held-out half under "split").
+
+    Taking the best raw estimate over many thresholds instead is biased upwards by the
+    maximum over noisy values (measured: +20-26% over the exact heuristic at T=1000,
+    q=0.01, 10^6 runs); at a threshold fixed before counting the raw rates are unbiased.
+    Returns `(None, {})` when a count at `tau` (false positives or false negatives) is
+    below `min_count`; the caller then falls back to the best-over-thresholds estimate on
+    all runs and says so in `extras["point_rule"]`.
+    """
+    fp = np.array([np.count_nonzero(cnt_out >= tau)])
+    fn = np.array([np.count_nonzero(cnt_in < tau)])
+    if min(fp[0], fn[0]) < audit.min_count:  # a raw rate this small is no estimate
+        return None, {}
+    eps, idx, extras = audit._point(fp, fn, cnt_out.size, cnt_in.size, delta, ctx)
+    if idx < 0:
+        return None, {}
+    extras = dict(extras)
+    extras["threshold_point"] = float(tau)
+    extras["point_rule"] = "held_out_at_threshold"
+    return float(eps), extras
+
+
 def run_threshold_audit(
     audit: AbstractAudit, scores: Scores, *, delta, accounting=None
 ) -> AuditResult:
@@ -198,7 +224,10 @@ def run_threshold_audit(
         ctx,
     )
     fields = _bounded_rates(audit, cnt_in, cnt_out, cands[best], delta, ctx)
-    eps_point, point_extras = _point_estimate(audit, all_in, all_out, delta, ctx)
+    eps_point, point_extras = _held_out_point(audit, cnt_in, cnt_out, cands[best], delta, ctx)
+    if eps_point is None:
+        eps_point, point_extras = _point_estimate(audit, all_in, all_out, delta, ctx)
+        point_extras["point_rule"] = "best_over_thresholds"
     extras = {
         **fields.pop("extras"),
         **point_extras,

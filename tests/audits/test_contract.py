@@ -73,8 +73,13 @@ def test_split_and_same_are_labelled(method, scores):
     assert split.extras["threshold_selection"] == "split" and split.extras["seed"] == 0
     assert same.extras["threshold_selection"] == "same" and same.extras["seed"] is None
     assert (same.n_in, same.n_out) == (scores.n_in, scores.n_out)
-    # The point estimate never depends on the selection: raw rates on all runs.
-    assert same.eps_point == split.eps_point
+    # The point estimate: raw rates at the chosen threshold, counted where eps_lower is
+    # counted, or (too few counts there) the best raw estimate over thresholds on all runs.
+    for r in (split, same):
+        rule = r.extras["point_rule"]
+        assert rule in ("held_out_at_threshold", "best_over_thresholds")
+        if rule == "held_out_at_threshold":
+            assert r.extras["threshold_point"] == r.threshold
 
 
 @pytest.mark.parametrize("method", METHODS)
