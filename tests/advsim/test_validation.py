@@ -1,0 +1,135 @@
+"""The keyword validators of `advsim._validation`: every bad value is named, with its range.
+
+Expected messages follow STYLE.md ("sampling_prob must be in (0, 1], got 1.5"); the valid
+ranges are the ones documented in each helper's docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from advsim._validation import (
+    check_delta,
+    check_in_interval,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
+
+
+def _exact(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+# --- messages: "<name> must be in <range>, got <value>" ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "message"),
+    [
+        (check_probability, 1.5, "sampling_prob must be in (0, 1], got 1.5"),
+        (check_probability, 0.0, "sampling_prob must be in (0, 1], got 0.0"),
+        (check_probability, -0.25, "sampling_prob must be in (0, 1], got -0.25"),
+        (check_delta, 1.0, "sampling_prob must be in (0, 1), got 1.0"),
+        (check_delta, 0.0, "sampling_prob must be in (0, 1), got 0.0"),
+        (check_positive, 0.0, "sampling_prob must be in (0, inf), got 0.0"),
+        (check_positive, -1.0, "sampling_prob must be in (0, inf), got -1.0"),
+        (check_positive, math.inf, "sampling_prob must be in (0, inf), got inf"),
+        (check_nonnegative, -1e-9, "sampling_prob must be in [0, inf), got -1e-09"),
+        (check_nonnegative, math.inf, "sampling_prob must be in [0, inf), got inf"),
+    ],
+)
+def test_out_of_range_message_names_parameter_range_and_value(check, value, message):
+    with pytest.raises(ValueError, match=_exact(message)):
+        check("sampling_prob", value)
+
+
+def test_check_in_interval_brackets_follow_closedness():
+    # Bracket per side: "[" / "]" closed, "(" / ")" open, bounds printed with :g.
+    with pytest.raises(ValueError, match=_exact("x must be in [0.5, 2), got 2.0")):
+        check_in_interval("x", 2, 0.5, 2.0, low_closed=True)
+    with pytest.raises(ValueError, match=_exact("x must be in (0.5, 2], got 0.5")):
+        check_in_interval("x", 0.5, 0.5, 2.0, high_closed=True)
+    assert check_in_interval("x", 0.5, 0.5, 2.0, low_closed=True) == 0.5
+    assert check_in_interval("x", 2, 0.5, 2.0, high_closed=True) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        (check_probability, 1.0),
+        (check_probability, 1e-12),
+        (check_delta, 0.5),
+        (check_positive, 3),
+        (check_nonnegative, 0.0),
+        (check_probability, np.float32(0.25)),
+        (check_positive, np.int64(7)),
+    ],
+)
+def test_valid_values_are_returned_as_python_floats(check, value):
+    out = check("p", value)
+    assert type(out) is float
+    assert out == float(value)
+
+
+def test_check_positive_allow_inf():
+    assert check_positive("sigma", math.inf, allow_inf=True) == math.inf
+    with pytest.raises(ValueError, match=re.escape("sigma must be in (0, inf], got 0.0")):
+        check_positive("sigma", 0.0, allow_inf=True)
+
+
+# --- bool and nan are not numbers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "check", [check_probability, check_delta, check_positive, check_nonnegative]
+)
+@pytest.mark.parametrize("value", [True, False, np.True_])
+def test_bool_is_rejected_as_a_number(check, value):
+    # True == 1 would otherwise pass as a probability of 1 (see _as_real).
+    with pytest.raises(TypeError, match="q must be a real number, got"):
+        check("q", value)
+
+
+@pytest.mark.parametrize(
+    "check", [check_probability, check_delta, check_positive, check_nonnegative]
+)
+@pytest.mark.parametrize("value", [math.nan, np.float32("nan"), np.nan])
+def test_nan_is_rejected(check, value):
+    with pytest.raises(ValueError, match=_exact("q must be a number, got nan")):
+        check("q", value)
+
+
+@pytest.mark.parametrize("value", ["0.5", None, [0.5], 1j])
+def test_non_real_values_are_type_errors(value):
+    with pytest.raises(TypeError, match="q must be a real number"):
+        check_probability("q", value)
+
+
+# --- integers ---------------------------------------------------------------------------------
+
+
+def test_check_int_messages():
+    with pytest.raises(ValueError, match=_exact("steps must be an integer in [1, inf), got 0")):
+        check_int("steps", 0)
+    with pytest.raises(ValueError, match=_exact("trials must be an integer in [2, 10], got 11")):
+        check_int("trials", 11, minimum=2, maximum=10)
+
+
+@pytest.mark.parametrize("value", [True, False, 1.5, math.nan, math.inf, "3", None])
+def test_check_int_rejects_non_integers(value):
+    with pytest.raises(TypeError, match="steps must be an integer, got"):
+        check_int("steps", value)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(3, 3), (np.int32(4), 4), (5.0, 5)])
+def test_check_int_accepts_integral_values(value, expected):
+    # Integral floats (5.0) are documented as accepted and converted.
+    out = check_int("steps", value)
+    assert type(out) is int
+    assert out == expected
