@@ -43,11 +43,13 @@ class ProjectionScore(AbstractAdversary):
 
     def __init__(self, direction=None):
         if direction is not None:
-            direction = np.asarray(direction, np.float32)
-            norm = np.linalg.norm(direction)
-            if direction.ndim != 1 or not np.isfinite(norm) or norm == 0:
+            direction = np.asarray(direction, np.float64)
+            if direction.ndim != 1 or not np.all(np.isfinite(direction)) or not np.any(direction):
                 raise ValueError(f"direction must be a non-zero finite vector, got {direction!r}")
-            direction = direction / norm
+            # Normalise in float64 (scaled first, so huge or tiny entries neither overflow
+            # nor underflow), then store float32 like the models it is dotted with.
+            direction = direction / np.max(np.abs(direction))
+            direction = (direction / np.linalg.norm(direction)).astype(np.float32)
         self.direction = direction
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:

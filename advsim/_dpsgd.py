@@ -19,17 +19,23 @@ __all__ = ["bernoulli_from_bits", "clip_gradients", "dpsgd_update", "run_mechani
 
 def clip_gradients(grads: Float[Array, "... d"], clip_norm) -> Float[Array, "... d"]:
     """Per-example clipping to L2 norm `clip_norm` (row-wise): g / max(1, ||g|| / C)."""
-    norms = jnp.sqrt(jnp.sum(jnp.square(grads), axis=-1, keepdims=True))
-    # max(1, ||g||/C) written so that a zero gradient stays exactly zero.
-    scale = jnp.minimum(1.0, clip_norm / jnp.maximum(norms, jnp.finfo(grads.dtype).tiny))
+    sq = jnp.sum(jnp.square(grads), axis=-1, keepdims=True)
+    # The double `where` keeps the derivative finite at g = 0 (sqrt'(0) is inf), for
+    # adversaries that differentiate through a run; a zero gradient stays exactly zero.
+    positive = sq > 0
+    norms = jnp.sqrt(jnp.where(positive, sq, 1.0))
+    scale = jnp.where(positive, jnp.minimum(1.0, clip_norm / norms), 1.0)
     return grads * scale
 
 
 def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, "..."]:
-    """Bernoulli(prob) draws from 32 random bits each, exact to 2^-32 in probability.
+    """Bernoulli(prob) draws from 32 random bits each.
 
     `jax.random.uniform(...) < prob` in float32 has a granularity of 2^-23, which would
-    turn q = 1e-6 into 9.5e-7; comparing the raw bits with prob * 2^32 does not.
+    turn q = 1e-6 into 9.5e-7; comparing the raw bits with prob * 2^32 does not: below
+    prob = 2^-8 the comparison is exact (integers < 2^24 are exact in float32), so the
+    probability is prob up to 2^-32; above, the float32 rounding of prob and of the bits
+    leaves a relative error of at most about 2^-24.
     """
     bits = jax.random.bits(key, shape, jnp.uint32)
     prob = jnp.asarray(prob, jnp.float32)

@@ -30,7 +30,9 @@ def as_traced_float(name: str, value, check) -> np.ndarray:
     Arrays are traced by `eqx.filter_jit`, so a sweep over this value reuses one compiled
     function; float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
     """
-    return np.asarray(check(name, float(np.asarray(value))), dtype=np.float64)
+    if isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0:
+        value = value.item()  # a 0-d array is a scalar; anything else is checked as given
+    return np.asarray(check(name, value), dtype=np.float64)
 
 
 class CanarySchedule(eqx.Module):
@@ -57,6 +59,8 @@ class CanarySchedule(eqx.Module):
     sampled: bool = eqx.field(static=True, default=True)
 
     def __check_init__(self):
+        if not isinstance(self.sampled, bool):
+            raise TypeError(f"sampled must be True or False, got {self.sampled!r}")
         check_int("period", self.period, minimum=1)
         check_int("first", self.first, minimum=1)
         if self.last is not None:
@@ -142,7 +146,7 @@ class AbstractMechanism(eqx.Module):
             value = getattr(self, name)
             if np.ndim(value) != 0:
                 raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)}")
-            check(name, float(np.asarray(value)))
+            check(name, value.item() if isinstance(value, np.ndarray | np.generic) else value)
         if self.batching not in ("poisson", "fixed"):
             raise ValueError(f"batching must be 'poisson' or 'fixed', got {self.batching!r}")
         if not isinstance(self.canary_schedule, CanarySchedule):

@@ -30,6 +30,8 @@ _MAX_TRIALS = 2**32 - 1  # run indices are folded into the key as uint32
 
 
 def _as_key(key):
+    if isinstance(key, bool) or key is None or isinstance(key, str):
+        raise TypeError(f"key must be a jax PRNG key or an integer seed, got {key!r}")
     if isinstance(key, int | np.integer):
         return jax.random.key(int(key))
     key = jnp.asarray(key) if not isinstance(key, jax.Array) else key

@@ -66,6 +66,7 @@ class LinearProcess(AbstractMechanism):
     canary_coordinate: int = eqx.field(static=True)
     other_gradients: np.ndarray
     other_counts: np.ndarray
+    has_data: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -116,13 +117,23 @@ class LinearProcess(AbstractMechanism):
             counts = np.ones(grads.shape[0], np.int32)
         else:
             counts = np.asarray(data_counts)
-            if counts.shape != (grads.shape[0],) or np.any(counts < 0):
+            int_max = np.iinfo(np.int32).max
+            if (
+                counts.shape != (grads.shape[0],)
+                or not np.all(np.isfinite(counts))
+                or np.any(counts != np.round(counts))
+                or np.any(counts < 0)
+                or np.any(counts > int_max)
+            ):
                 raise ValueError(
-                    f"data_counts must be {grads.shape[0]} non-negative integers, got {counts!r}"
+                    f"data_counts must be {grads.shape[0]} integers in [0, {int_max}], "
+                    f"got {counts!r}"
                 )
             counts = counts.astype(np.int32)
         self.other_gradients = grads
         self.other_counts = counts
+        # Static, so that projection_law can refuse data even inside jit.
+        self.has_data = bool(np.any(grads != 0) and np.any(counts > 0))
 
     @classmethod
     def with_data(
@@ -193,10 +204,10 @@ class LinearProcess(AbstractMechanism):
         Returns:
             `(support, log_probs, scale)` as jax arrays, for a jittable likelihood ratio.
         """
-        if self.other_gradients.shape[0] > 0 and np.any(self.other_gradients != 0):
+        if self.has_data:
             raise ValueError(
                 "projection_law is exact only without other data gradients; this process "
-                f"has {self.other_gradients.shape[0]} non-zero data gradient rows"
+                f"has {self.other_gradients.shape[0]} data gradient rows, some non-zero"
             )
         # Jittable: no float() of traced fields (accounting() is for the host).
         n = len(self.canary_schedule.steps(self.steps))

@@ -114,11 +114,6 @@ def test_projection_direction_validation(direction):
         ProjectionScore(direction)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ProjectionScore.__init__ (adversaries/projection.py) computes the norm in float32: "
-    "it underflows to 0 for tiny and overflows to inf for huge valid directions",
-)
 @pytest.mark.parametrize("direction", [[1e-25, 0.0, 0.0], [3e20, 4e20, 0.0]])
 def test_projection_direction_scale_does_not_matter(direction):
     # Only the direction's orientation matters: [1e-25, 0, 0] is e_0, [3e20, 4e20, 0] is
@@ -194,25 +189,12 @@ def test_llr_needs_projection_law():
 _DATA = dict(dim=5, num_examples=20)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=jax.errors.TracerBoolConversionError,
-    reason="LinearProcess.projection_law (mechanisms/linear.py) tests np.any(other_gradients "
-    "!= 0) in Python, but under simulate's eqx.filter_jit other_gradients is traced: "
-    "TracerBoolConversionError instead of the documented ValueError",
-)
 def test_llr_refuses_non_zero_data_inside_simulate():
     mech = LinearProcess.with_data(5, 0.3, 1.0, distribution="gaussian", **_DATA)
     with pytest.raises(ValueError, match="exact only without other data gradients"):
         advsim.simulate(mech, LikelihoodRatioScore(), 16, 0, chunk_size=1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=jax.errors.TracerBoolConversionError,
-    reason="same bug: with all-zero data the law is exact, but projection_law cannot run "
-    "on traced other_gradients, so LikelihoodRatioScore cannot be simulated",
-)
 def test_llr_simulates_with_zero_data():
     # With zero data gradients the law of Theorem 1 holds exactly, so the LLR applies and
     # orders runs as the projection does (same key, same runs).

@@ -58,11 +58,6 @@ def test_clip_gradients_zero_stays_zero():
     assert np.all(np.asarray(out) == 0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="clip_gradients differentiates sqrt(sum g^2) at g = 0: its derivative is NaN "
-    "(advsim/_dpsgd.py, clip_gradients); use the double-where trick",
-)
 def test_clip_gradients_derivative_at_zero_is_finite():
     # d/dg clip(g) at g = 0 is the identity (clip is the identity near 0), so the
     # gradient of sum(clip(g)) is (1, 1, 1). Matters for adversaries that differentiate

@@ -211,12 +211,6 @@ def test_data_validation(kwargs, match):
         LinearProcess(T, Q, SIGMA, **kwargs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LinearProcess.__init__ (mechanisms/linear.py) casts data_counts with "
-    "astype(np.int32) after checking only shape and sign: 1.5 becomes 1, 2**31 wraps to "
-    "-2147483648 (a negative count fed to the binomial sampler)",
-)
 @pytest.mark.parametrize("counts", [[1.5], [2**31]])
 def test_data_counts_must_be_representable_integers(counts):
     with pytest.raises(ValueError, match="data_counts"):
@@ -256,11 +250,6 @@ def test_with_data_gradients(distribution):
     np.testing.assert_array_equal(again.other_gradients, mech.other_gradients)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="as_traced_float (advsim/_mechanism.py) calls float() before the validator, so "
-    "bools and numeric strings are accepted as hyperparameters",
-)
 @pytest.mark.parametrize("value", [True, "0.5"])
 def test_non_numbers_rejected_as_sampling_prob(value):
     with pytest.raises(TypeError, match="sampling_prob must be a real number"):
