@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
@@ -15,7 +14,7 @@ from advsim._mechanism import AbstractMechanism
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
 
 
-def _last(release: Float[Array, "..."]) -> Float[Array, " d"]:
+def _last(release: Float[Array, ...]) -> Float[Array, " d"]:
     return release if release.ndim == 1 else release[-1]
 
 

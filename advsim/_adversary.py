@@ -31,5 +31,5 @@ class AbstractAdversary(eqx.Module):
         return mechanism
 
     @abc.abstractmethod
-    def score(self, mechanism: AbstractMechanism, release: Float[Array, "..."]) -> Float[Array, ""]:
+    def score(self, mechanism: AbstractMechanism, release: Float[Array, ...]) -> Float[Array, ""]:
         """One number per run; higher means "canary in"."""

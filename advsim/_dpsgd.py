@@ -28,7 +28,7 @@ def clip_gradients(grads: Float[Array, "... d"], clip_norm) -> Float[Array, "...
     return grads * scale
 
 
-def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, "..."]:
+def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, ...]:
     """Bernoulli(prob) draws from 32 random bits each.
 
     `jax.random.uniform(...) < prob` in float32 has a granularity of 2^-23, which would
@@ -86,7 +86,7 @@ def run_mechanism(
     *,
     key: PRNGKeyArray,
     release: str = "last",
-) -> Float[Array, "..."]:
+) -> Float[Array, ...]:
     """Simulates one DP-SGD run and returns its release.
 
     Args:

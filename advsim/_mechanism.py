@@ -86,7 +86,7 @@ class CanarySchedule(eqx.Module):
         last = num_steps if self.last is None else min(self.last, num_steps)
         return tuple(range(self.first, last + 1, self.period))
 
-    def mask(self, t: Int[Array, "..."]) -> Bool[Array, "..."]:
+    def mask(self, t: Int[Array, ...]) -> Bool[Array, ...]:
         """Jittable membership test for 1-indexed steps `t`."""
         ok = (t >= self.first) & ((t - self.first) % self.period == 0)
         if self.last is not None:

@@ -45,7 +45,10 @@ def _build_adversary(name: str):
 
 
 def _format_table(rows) -> str:
-    head = f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {'heuristic':>10} {'composition':>12}"
+    head = (
+        f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {'heuristic':>10} "
+        f"{'composition':>12}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
@@ -94,7 +97,10 @@ def _cmd_audit(args) -> int:
         write_csv(out / "results.csv", rows)
         write_json(out / "results.json", {"provenance": provenance(config), "rows": rows})
     print(_format_table(rows))
-    title = f"{args.mechanism}, q={args.sampling_prob:g}, {args.method} audit, {args.trials:g} runs/world"
+    title = (
+        f"{args.mechanism}, q={args.sampling_prob:g}, {args.method} audit, "
+        f"{args.trials:g} runs/world"
+    )
     paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
     print(f"wrote {out / 'results.csv'}, {out / 'results.json'}, " + ", ".join(map(str, paths)))
     return 0
@@ -123,7 +129,8 @@ def _cmd_bound(args) -> int:
     for row in rows:
         if row is not None:
             name, eps = row
-            print(f"  {name:<28} eps = {eps:.6g}" if math.isfinite(eps) else f"  {name:<28} eps = {eps}")
+            value = f"{eps:.6g}" if math.isfinite(eps) else str(eps)
+            print(f"  {name:<28} eps = {value}")
     return 0
 
 
@@ -163,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                    default="gaussian")
     a.add_argument("--data-scale", type=float, default=1.0)
     a.add_argument("--chunk-size", type=_positive_int, default=None)
-    a.add_argument("--out", default=None, help="output folder (default: advsim-results/audit-<time>)")
+    a.add_argument(
+        "--out", default=None, help="output folder (default: advsim-results/audit-<time>)"
+    )
     a.add_argument("--quiet", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_audit)
 

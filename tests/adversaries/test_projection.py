@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import scipy.special
 import scipy.stats
-from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
-from advsim.mechanisms import LinearProcess
 
 import advsim
 from advsim import AbstractMechanism, CanarySchedule
 from advsim._mechanism import validate_common
+from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
+from advsim.mechanisms import LinearProcess
 
 T, Q, SIGMA = 20, 0.2, 1.5
 

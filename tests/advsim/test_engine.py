@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from advsim.mechanisms import LinearProcess
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ import advsim
 from advsim import AbstractMechanism, CanarySchedule, block_size, clip_gradients, dpsgd_update
 from advsim._dpsgd import bernoulli_from_bits, run_mechanism
 from advsim._mechanism import validate_common
+from advsim.mechanisms import LinearProcess
 
 # --- clip_gradients ---------------------------------------------------------------------------
 

@@ -18,12 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from advsim.adversaries import ProjectionScore
-from advsim.mechanisms import LinearProcess
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, NonFiniteScoresError
 from advsim._mechanism import validate_common
+from advsim.adversaries import ProjectionScore
+from advsim.mechanisms import LinearProcess
 
 # One shape of mechanism and one chunk size (chunk_size=1 rounds up to one block of 1024
 # runs) for most tests here, so they share a single compilation.

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
-from advsim.audits import EpsDeltaAudit, GaussianDPAudit, HeuristicFamilyAudit
 
 import advsim.bounds as bounds
+from advsim.audits import EpsDeltaAudit, GaussianDPAudit, HeuristicFamilyAudit
 
 from ._helpers import (
     every_step,

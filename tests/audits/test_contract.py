@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+
+from advsim import NonFiniteScoresError, Scores
 from advsim.audits import (
     AUDITS,
     AbstractAudit,
@@ -15,8 +17,6 @@ from advsim.audits import (
     audit,
     get_audit,
 )
-
-from advsim import NonFiniteScoresError, Scores
 
 from ._helpers import every_step, gaussian_scores
 

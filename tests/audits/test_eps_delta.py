@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
-from advsim.audits import EpsDeltaAudit
-from advsim.audits._base import audit_at_threshold
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import advsim.bounds as bounds
 from advsim import Scores
+from advsim.audits import EpsDeltaAudit
+from advsim.audits._base import audit_at_threshold
 
 from ._helpers import (
     gaussian_scores,

@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 import pytest
-from advsim.audits import GaussianDPAudit, HeuristicFamilyAudit
-from advsim.audits._base import audit_at_threshold
 
 import advsim.bounds as bounds
 from advsim import Accounting, Scores
+from advsim.audits import GaussianDPAudit, HeuristicFamilyAudit
+from advsim.audits._base import audit_at_threshold
 
 from ._helpers import every_step, family_scores
 

@@ -1,10 +1,10 @@
 """GaussianDPAudit: soundness, then tightness, on the Gaussian mechanism."""
 
 import pytest
-from advsim.audits import GaussianDPAudit
-from advsim.audits._base import audit_at_threshold
 
 import advsim.bounds as bounds
+from advsim.audits import GaussianDPAudit
+from advsim.audits._base import audit_at_threshold
 
 from ._helpers import gaussian_scores, gdp_epsilon_oracle
 

@@ -4,14 +4,15 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from advsim.audits._threshold import (
     candidate_thresholds,
     clopper_pearson_upper,
     counts_at,
     split_halves,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_clopper_pearson_zero_successes_closed_form():

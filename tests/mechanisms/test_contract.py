@@ -23,11 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from advsim.adversaries import ProjectionScore
-from advsim.mechanisms import LinearProcess
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, clip_gradients
+from advsim.adversaries import ProjectionScore
+from advsim.mechanisms import LinearProcess
 
 
 @dataclasses.dataclass(frozen=True)

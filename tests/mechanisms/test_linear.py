@@ -22,11 +22,11 @@ import re
 import numpy as np
 import pytest
 import scipy.stats
-from advsim.adversaries import ProjectionScore
-from advsim.mechanisms import LinearProcess
 
 import advsim
 from advsim import CanarySchedule
+from advsim.adversaries import ProjectionScore
+from advsim.mechanisms import LinearProcess
 
 T, Q, SIGMA = 20, 0.2, 1.5
 N_RUNS = 100_000
