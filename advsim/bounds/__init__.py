@@ -1,0 +1,59 @@
+r"""Privacy bounds for DP-SGD: the last-iterate heuristic, composition, full batch, GDP.
+
+Everything here is numpy/scipy on the host, float64, computed in log space.
+
+- `heuristic_*`: Theorem 1 of arXiv:2410.06186 (linear losses, only the last iterate
+  released): $P = \mathrm{Binomial}(n, q) + \mathcal{N}(0, T\sigma^2)$ against
+  $Q = \mathcal{N}(0, T\sigma^2)$.
+- `mixture_*`: the same exact computation for any $\mathcal{N}(X, s^2)$ against
+  $\mathcal{N}(0, s^2)$ with $X \ge 0$ finite (e.g. the quadratic-regularizer example of
+  Section 4.2 there).
+- `composition_*`, `calibrate_noise_multiplier`: every iterate released, by
+  dp_accounting's PLD accountant.
+- `gdp_*`, `full_batch_epsilon`: Gaussian DP (Corollary 2.13 of arXiv:1905.02383) and
+  full-batch DP-GD (Appendix B of arXiv:2410.06186).
+- `bounds_for`: the three reference epsilons of an `advsim.Accounting`.
+"""
+
+from advsim.bounds._composition import (
+    bounds_for,
+    calibrate_noise_multiplier,
+    composition_delta,
+    composition_epsilon,
+)
+from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
+from advsim.bounds._heuristic import (
+    binomial_mixture,
+    heuristic_delta,
+    heuristic_epsilon,
+    heuristic_epsilon_curve,
+    heuristic_epsilon_max_over_steps,
+)
+from advsim.bounds._mixture import (
+    merge_atoms,
+    mixture_delta,
+    mixture_epsilon,
+    mixture_log_likelihood_ratio,
+    mixture_tradeoff,
+)
+
+__all__ = [
+    "binomial_mixture",
+    "bounds_for",
+    "calibrate_noise_multiplier",
+    "composition_delta",
+    "composition_epsilon",
+    "full_batch_epsilon",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "heuristic_delta",
+    "heuristic_epsilon",
+    "heuristic_epsilon_curve",
+    "heuristic_epsilon_max_over_steps",
+    "merge_atoms",
+    "mixture_delta",
+    "mixture_epsilon",
+    "mixture_log_likelihood_ratio",
+    "mixture_tradeoff",
+]

@@ -1,0 +1,211 @@
+"""Tests for the composition, full-batch and GDP bounds (_composition.py, _gdp.py).
+
+Expected values come from (i) Corollary 2.13 of Dong, Roth, Su (arXiv:1905.02383)
+evaluated in mpmath at 40 digits; (ii) Appendix B of arXiv:2410.06186 (q = 1: composition,
+last iterate and full batch all equal sqrt(T)/sigma-GDP); (iii) post-processing (the last
+iterate is a function of all iterates, so heuristic <= composition); (iv) T = 1, where the
+composition of one Poisson-subsampled Gaussian is exactly the pair of Theorem 1.
+"""
+
+import math
+
+import mpmath as mp
+import pytest
+
+from advsim import Accounting
+from advsim.bounds import (
+    bounds_for,
+    calibrate_noise_multiplier,
+    composition_delta,
+    composition_epsilon,
+    full_batch_epsilon,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    heuristic_delta,
+    heuristic_epsilon,
+)
+
+# Measured discretization error of composition_epsilon at the default interval 1e-4:
+# ~1e-5 at T = 1e3 (q = 0.01), ~3e-9 when q = 1; pessimistic (never below the exact value).
+COMPOSITION_ATOL = 1e-4
+
+
+def gdp_delta_mpmath(eps, mu):
+    """Corollary 2.13 of arXiv:1905.02383 at 40 digits."""
+    with mp.workdps(40):
+        eps, mu = mp.mpf(eps), mp.mpf(mu)
+        return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 4.0, 30.0])
+@pytest.mark.parametrize("eps", [0.0, 0.01, 1.0, 10.0, 100.0])
+def test_gdp_delta_matches_mpmath(mu, eps):
+    expected = gdp_delta_mpmath(eps, mu)
+    got = gdp_delta(eps, mu)
+    if expected < mp.mpf("1e-300"):
+        assert 0.0 <= got < 1e-300
+    else:
+        assert got == pytest.approx(float(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 4.0, 30.0])
+@pytest.mark.parametrize("delta", [0.5, 1e-5, 1e-12])
+def test_gdp_epsilon_and_mu_invert_gdp_delta(mu, delta):
+    eps = gdp_epsilon(delta, mu)
+    if eps == 0.0:
+        assert gdp_delta(0.0, mu) <= delta
+        return
+    # delta(eps) = delta, checked with the 40-digit closed form.
+    assert float(gdp_delta_mpmath(eps, mu)) == pytest.approx(delta, rel=1e-10)
+    assert gdp_mu(eps, delta) == pytest.approx(mu, rel=1e-10)
+
+
+def test_gdp_special_values():
+    # mu = 0 is perfect privacy; at eps = 0, delta = TV = erf(mu / (2 sqrt 2)).
+    assert gdp_delta(1.0, 0.0) == 0.0
+    assert gdp_epsilon(1e-5, 0.0) == 0.0
+    assert gdp_delta(0.0, 1.0) == pytest.approx(math.erf(1 / (2 * math.sqrt(2))), rel=1e-15)
+    assert gdp_mu(0.0, gdp_delta(0.0, 0.3)) == pytest.approx(0.3, rel=1e-14)
+    # The textbook value: mu = 1 at delta = 1e-5 gives eps = 4.3772 (e.g. Table 1-style
+    # conversions; recomputed here from the 40-digit closed form).
+    assert gdp_epsilon(1e-5, 1.0) == pytest.approx(4.377178095681, abs=1e-9)
+
+
+@pytest.mark.parametrize(("T", "n", "sigma"), [(1, 1, 1.0), (10, 10, 3.0), (100, 100, 10.0)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-10])
+def test_q_one_all_three_bounds_coincide(T, n, sigma, delta):
+    """Appendix B of arXiv:2410.06186: full-batch DP-GD, all iterates or last only, is
+    sqrt(T)/sigma-GDP."""
+    exact = gdp_epsilon(delta, math.sqrt(n) / sigma)
+    assert heuristic_epsilon(delta, T, 1.0, sigma) == pytest.approx(exact, rel=1e-11)
+    assert full_batch_epsilon(delta, T, 1.0, sigma) == pytest.approx(exact, rel=1e-12)
+    comp = composition_epsilon(delta, T, 1.0, sigma)
+    assert exact - 1e-9 <= comp <= exact + COMPOSITION_ATOL
+
+
+def test_composition_over_canary_steps_only():
+    # With q = 1, n canary steps of T compose to sqrt(n)/sigma-GDP.
+    comp = composition_epsilon(1e-6, 50, 1.0, 4.0, canary_steps=9)
+    exact = gdp_epsilon(1e-6, 3 / 4.0)
+    assert exact - 1e-9 <= comp <= exact + COMPOSITION_ATOL
+
+
+@pytest.mark.parametrize("q", [0.01, 0.1, 0.5])
+@pytest.mark.parametrize("sigma", [0.7, 2.0])
+def test_single_step_composition_is_the_heuristic(q, sigma):
+    """T = 1: one Poisson-subsampled Gaussian is exactly P = Bernoulli(q) + N(0, sigma^2)
+    vs Q = N(0, sigma^2) (add/remove), so the PLD value is the exact one plus its
+    (pessimistic) discretization error (<= 2e-5 at the interval 1e-3 used for speed)."""
+    vdi = 1e-3
+    exact = heuristic_epsilon(1e-6, 1, q, sigma)
+    comp = composition_epsilon(1e-6, 1, q, sigma, value_discretization_interval=vdi)
+    assert exact - 1e-9 <= comp <= exact + COMPOSITION_ATOL
+    exact_delta = heuristic_delta(1.0, 1, q, sigma)
+    comp_delta = composition_delta(1.0, 1, q, sigma, value_discretization_interval=vdi)
+    assert comp_delta == pytest.approx(exact_delta, rel=1e-4)
+
+
+@pytest.mark.parametrize("T", [2, 10, 100])
+@pytest.mark.parametrize("q", [0.01, 0.1, 0.5])
+@pytest.mark.parametrize("sigma", [0.7, 2.0])
+def test_heuristic_never_exceeds_composition(T, q, sigma):
+    """The last iterate is a post-processing of all iterates (Section 2.1 of the paper);
+    the coarse interval 1e-3 keeps this fast and is still pessimistic."""
+    heur = heuristic_epsilon(1e-6, T, q, sigma)
+    comp = composition_epsilon(1e-6, T, q, sigma, value_discretization_interval=1e-3)
+    assert heur <= comp
+
+
+def test_composition_delta_and_epsilon_are_consistent():
+    eps = composition_epsilon(1e-6, 20, 0.1, 1.0, value_discretization_interval=1e-3)
+    delta = composition_delta(eps, 20, 0.1, 1.0, value_discretization_interval=1e-3)
+    assert delta == pytest.approx(1e-6, rel=1e-3)
+
+
+def test_full_batch_is_gdp_with_mu_q_sqrt_n_over_sigma():
+    # DP-GD with q = 1 and noise sigma / q (Equation 4 of arXiv:2410.06186).
+    assert full_batch_epsilon(1e-5, 100, 0.1, 1.0) == pytest.approx(
+        gdp_epsilon(1e-5, 1.0), rel=1e-15
+    )
+    assert full_batch_epsilon(1e-5, 100, 0.1, 1.0, canary_steps=25) == pytest.approx(
+        gdp_epsilon(1e-5, 0.5), rel=1e-15
+    )
+
+
+def test_calibrate_noise_multiplier_gaussian():
+    # q = 1, T = 100: composition is sqrt(100)/sigma-GDP, so eps(mu = 1) needs sigma = 10.
+    sigma = calibrate_noise_multiplier(gdp_epsilon(1e-5, 1.0), 1e-5, 100, 1.0)
+    assert sigma == pytest.approx(10.0, rel=1e-5)
+
+
+def test_calibrate_noise_multiplier_subsampled():
+    target, delta, T, q, vdi = 2.0, 1e-5, 10, 0.1, 1e-3
+    sigma = calibrate_noise_multiplier(
+        target, delta, T, q, value_discretization_interval=vdi, tol=1e-7
+    )
+    # The returned sigma meets the target; a slightly smaller one (beyond tol) does not.
+    assert composition_epsilon(delta, T, q, sigma, value_discretization_interval=vdi) <= target
+    assert (
+        composition_epsilon(delta, T, q, sigma - 1e-5, value_discretization_interval=vdi) > target
+    )
+
+
+def test_bounds_for_accounting():
+    acc = Accounting(steps=100, sampling_prob=0.1, noise_multiplier=1.5, canary_steps=(1, 50))
+    b = bounds_for(acc, 1e-6)
+    assert set(b) == {"heuristic", "composition", "full_batch"}
+    assert b["heuristic"] == heuristic_epsilon(1e-6, 100, 0.1, 1.5, canary_steps=2)
+    assert b["composition"] == composition_epsilon(1e-6, 100, 0.1, 1.5, canary_steps=2)
+    assert b["full_batch"] == full_batch_epsilon(1e-6, 100, 0.1, 1.5, canary_steps=2)
+    assert b["heuristic"] <= b["composition"]
+
+
+def test_bounds_for_rejects_other_records():
+    with pytest.raises(TypeError, match="accounting must be an advsim.Accounting"):
+        bounds_for({"steps": 3}, 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: gdp_delta(-1.0, 1.0), r"eps must be in \[0, inf\), got -1.0"),
+        (lambda: gdp_delta(1.0, -0.5), r"mu must be in \[0, inf\), got -0.5"),
+        (lambda: gdp_delta(1.0, math.inf), r"mu must be in \[0, inf\), got inf"),
+        (lambda: gdp_epsilon(0.0, 1.0), r"delta must be in \(0, 1\), got 0.0"),
+        (lambda: gdp_mu(1.0, 1.0), r"delta must be in \(0, 1\), got 1.0"),
+        (lambda: gdp_mu(math.nan, 1e-5), "eps must be a number, got nan"),
+        (
+            lambda: composition_epsilon(1e-5, 10, 1.5, 1.0),
+            r"sampling_prob must be in \(0, 1\], got 1.5",
+        ),
+        (lambda: composition_epsilon(1e-5, 10, 0.1, -1.0), r"noise_multiplier must be in \(0"),
+        (lambda: composition_epsilon(1e-5, 0, 0.1, 1.0), r"steps must be an integer in \[1"),
+        (lambda: composition_epsilon(2.0, 10, 0.1, 1.0), r"delta must be in \(0, 1\), got 2.0"),
+        (
+            lambda: composition_epsilon(1e-5, 10, 0.1, 1.0, canary_steps=11),
+            r"canary_steps must be an integer in \[1, 10\], got 11",
+        ),
+        (
+            lambda: composition_epsilon(1e-5, 10, 0.1, 1.0, value_discretization_interval=0),
+            r"value_discretization_interval must be in \(0, inf\)",
+        ),
+        (lambda: composition_delta(-0.5, 10, 0.1, 1.0), r"eps must be in \[0, inf\)"),
+        (lambda: full_batch_epsilon(1e-5, 10, 0.0, 1.0), r"sampling_prob must be in \(0, 1\]"),
+        (
+            lambda: full_batch_epsilon(1e-5, 10, 0.1, 1.0, canary_steps=0),
+            r"canary_steps must be an integer in \[1, 10\], got 0",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(0.0, 1e-5, 10, 0.1),
+            r"target_epsilon must be in \(0, inf\), got 0.0",
+        ),
+        (
+            lambda: calibrate_noise_multiplier(1.0, 1e-5, 10, 0.1, canary_steps=20),
+            r"canary_steps must be an integer in \[1, 10\], got 20",
+        ),
+    ],
+)
+def test_invalid_inputs_name_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
