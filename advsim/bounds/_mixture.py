@@ -400,7 +400,7 @@ class _Batch:
 
         hi = np.maximum(self.zmax[rows] - ndtri(delta), u0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x0 = u0 - (log_delta - log_tv) / dtv
+            x0 = u0 + (log_delta - log_tv) / dtv  # one Newton step from u0
         x0 = np.where(np.isfinite(x0) & (x0 > u0) & (x0 < hi), x0, 0.5 * (u0 + hi))
         u_plus = _newton(f_plus, u0, hi, x0)
         eps_plus, _ = self.loss(u_plus, rows)
@@ -413,7 +413,7 @@ class _Batch:
         lo = np.minimum(ndtri(delta), u0)
         _, dtv_minus, _ = self.log_delta_minus(u0, rows)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x0 = u0 - (log_tv - log_delta) / dtv_minus
+            x0 = u0 - (log_tv - log_delta) / dtv_minus  # one Newton step from u0
         x0 = np.where(np.isfinite(x0) & (x0 > lo) & (x0 < u0), x0, 0.5 * (lo + u0))
         u_minus = _newton(f_minus, lo, u0, x0)
         eps_minus, _ = self.loss(u_minus, rows)
