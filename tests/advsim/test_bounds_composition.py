@@ -67,9 +67,9 @@ def test_gdp_special_values():
     assert gdp_epsilon(1e-5, 0.0) == 0.0
     assert gdp_delta(0.0, 1.0) == pytest.approx(math.erf(1 / (2 * math.sqrt(2))), rel=1e-15)
     assert gdp_mu(0.0, gdp_delta(0.0, 0.3)) == pytest.approx(0.3, rel=1e-14)
-    # The textbook value: mu = 1 at delta = 1e-5 gives eps = 4.3772 (e.g. Table 1-style
-    # conversions; recomputed here from the 40-digit closed form).
-    assert gdp_epsilon(1e-5, 1.0) == pytest.approx(4.377178095681, abs=1e-9)
+    # mu = 1 at delta = 1e-5: eps = 4.37717809568122462765..., the root of Corollary 2.13
+    # found with mpmath.findroot at 40 digits (computed once, pasted here).
+    assert gdp_epsilon(1e-5, 1.0) == pytest.approx(4.377178095681225, rel=1e-13)
 
 
 @pytest.mark.parametrize(("T", "n", "sigma"), [(1, 1, 1.0), (10, 10, 3.0), (100, 100, 10.0)])
