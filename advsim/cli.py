@@ -16,6 +16,9 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+#: max_{t <= T} costs about T^1.5: seconds at T = 10^3-10^4, minutes beyond.
+_MAX_OVER_STEPS_LIMIT = 10_000
+
 _COLUMNS = ("steps", "noise_multiplier", "eps_lower", "eps_point", "heuristic", "composition")
 
 
@@ -116,7 +119,7 @@ def _cmd_bound(args) -> int:
             args.delta, args.steps, args.sampling_prob, args.noise_multiplier, **kw)),
         ("heuristic, max over t <= T", bounds.heuristic_epsilon_max_over_steps(
             args.delta, args.steps, args.sampling_prob, args.noise_multiplier))
-        if n is None else None,
+        if n is None and args.steps <= _MAX_OVER_STEPS_LIMIT else None,
         ("composition (all iterates)", bounds.composition_epsilon(
             args.delta, args.steps, args.sampling_prob, args.noise_multiplier, **kw)),
         ("full batch (DP-GD)", bounds.full_batch_epsilon(
@@ -126,6 +129,9 @@ def _cmd_bound(args) -> int:
         f"T={args.steps} q={args.sampling_prob:g} sigma={args.noise_multiplier:g} "
         f"delta={args.delta:g}" + (f" canary_steps={n}" if n is not None else "")
     )
+    if n is None and args.steps > _MAX_OVER_STEPS_LIMIT:
+        print(f"  (max over t <= T skipped for T > {_MAX_OVER_STEPS_LIMIT}: it takes minutes; "
+              "use advsim.bounds.heuristic_epsilon_max_over_steps)")
     for row in rows:
         if row is not None:
             name, eps = row
