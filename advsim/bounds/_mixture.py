@@ -272,7 +272,9 @@ class _Batch:
         log_p0 = self.log_p0[rows]
         # log((e^t - p0) / (1 - p0)), the value at which the bound
         # L(u) <= log(p0 + (1 - p0) e^{zmin u}) (u <= 0) reaches t.
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # over="ignore": an atom with signal-to-noise z_min ~ 1e-300 sends this bracket end
+        # to -inf, which the safeguarded Newton below handles (it starts from `hi`).
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             shifted = target + _log1mexp(log_p0 - target)
             p_rest = -np.expm1(log_p0)
             lo_neg = (shifted - np.log(p_rest)) / self.zmin[rows]
