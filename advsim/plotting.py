@@ -1,7 +1,18 @@
-"""Figures fit for a paper: readable in black-and-white print, PNG and PDF."""
+"""Figures fit for a paper: readable in black-and-white print, PNG and PDF.
+
+- `plot_eps_vs_steps`, `plot_eps_vs_steps_panels`: epsilon against T (or another
+  parameter), the three bounds as reference lines told apart by line style, the empirical
+  epsilon (when there is one) as markers.
+- `plot_heatmap`: one value over a grid of two parameters, the value written in every cell,
+  a labelled colour bar; the colour map's lightness is monotone (cividis, Greys), so the
+  order survives grey-scale printing, and each number's colour is chosen for contrast.
+- `plot_ratio_heatmap`: a ratio over such a grid: one column over another (e.g. heuristic
+  / composition), or a column over its value at a baseline (e.g. eps(T) / eps(1)).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -9,7 +20,13 @@ import numpy as np
 
 from advsim._io import atomic_path
 
-__all__ = ["plot_eps_vs_steps", "save_figure"]
+__all__ = [
+    "plot_eps_vs_steps",
+    "plot_eps_vs_steps_panels",
+    "plot_heatmap",
+    "plot_ratio_heatmap",
+    "save_figure",
+]
 
 #: Line styles carry the meaning, so the figure survives grey-scale printing.
 BOUND_STYLES = {
@@ -17,6 +34,60 @@ BOUND_STYLES = {
     "heuristic": dict(color="0.35", linestyle="--", label="last-iterate heuristic"),
     "full_batch": dict(color="0.55", linestyle=":", label="full batch (DP-GD)"),
 }
+
+#: Axis and colour-bar labels of the usual columns.
+LABELS = {
+    "steps": "steps $T$",
+    "sampling_prob": "sampling rate $q$",
+    "noise_multiplier": r"noise multiplier $\sigma$",
+    "target_epsilon": r"target $\varepsilon$ (composition)",
+    "eps_lower": r"empirical $\varepsilon$ (lower bound)",
+    "eps_point": r"empirical $\varepsilon$ (point estimate)",
+    "heuristic": r"heuristic $\varepsilon$",
+    "composition": r"composition $\varepsilon$",
+    "full_batch": r"full-batch $\varepsilon$",
+    "trials": "runs per world",
+    "delta": r"$\delta$",
+    "clip_norm": "clip norm $C$",
+    "learning_rate": r"learning rate $\eta$",
+}
+
+
+def _tex_number(x: float) -> str:
+    """1e-06 -> 10^{-6}, 2e-05 -> 2\\times 10^{-5}, 0.05 -> 0.05 (for mathtext)."""
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        return f"{x:g}"
+    mant, exp = f"{x:.2e}".split("e")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"10^{{{int(exp)}}}" if mant == "1" else rf"{mant}\times 10^{{{int(exp)}}}"
+
+
+def _delta_text(rows: Sequence[Mapping]) -> str | None:
+    delta = _number(rows[0].get("delta")) if rows else math.nan
+    return rf"$\delta={_tex_number(delta)}$" if np.isfinite(delta) else None
+
+
+def _label(key: str) -> str:
+    return LABELS.get(key, key.replace("_", " "))
+
+
+_RATIO_LABELS = {
+    "eps_lower": r"empirical $\varepsilon$ (lower)",
+    "eps_point": r"empirical $\varepsilon$",
+    "heuristic": "heuristic",
+    "composition": "composition",
+    "full_batch": "full batch",
+}
+
+
+def _short(key: str) -> str:
+    """A parameter's symbol, for titles and short labels."""
+    return {"steps": "$T$", "sampling_prob": "$q$", "noise_multiplier": r"$\sigma$",
+            "delta": r"$\delta$", "clip_norm": "$C$", "learning_rate": r"$\eta$"}.get(key, key)
+
+
+def _ratio_label(key: str) -> str:
+    return _RATIO_LABELS.get(key, _label(key))
 
 
 def _style():
@@ -49,45 +120,356 @@ def save_figure(fig, path_stem: str | Path) -> list[Path]:
     return paths
 
 
+def _number(value) -> float:
+    """A table value as a float (CSV cells are strings; '' and None are missing)."""
+    if value is None or value == "":
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _has(rows: Sequence[Mapping], key: str) -> bool:
+    return any(np.isfinite(_number(r.get(key))) for r in rows)
+
+
+def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) -> None:
+    rows = sorted(rows, key=lambda r: _number(r[x]))
+    xs = np.array([_number(r[x]) for r in rows])
+    for key, style in BOUND_STYLES.items():
+        if _has(rows, key):
+            ax.plot(xs, [_number(r.get(key)) for r in rows], **style)
+    if _has(rows, "eps_point"):
+        ax.plot(
+            xs, [_number(r.get("eps_point")) for r in rows], linestyle="none", marker="o",
+            mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)",
+        )
+    if _has(rows, "eps_lower"):
+        ax.plot(
+            xs, [_number(r.get("eps_lower")) for r in rows], linestyle="none", marker="v",
+            color="0.0", ms=4.5, label="empirical (lower bound)",
+        )
+    if len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() >= 20:
+        ax.set_xscale("log")
+    ax.set_xlabel(_label(x))
+    delta = _delta_text(rows)
+    ax.set_ylabel(rf"$\varepsilon$ at {delta}" if delta else r"$\varepsilon$")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, color="0.9", linewidth=0.6)
+    if legend:
+        ax.legend(frameon=False, loc="best")
+
+
 def plot_eps_vs_steps(
     rows: Sequence[Mapping],
     path_stem: str | Path,
     *,
     title: str | None = None,
+    x: str = "steps",
 ) -> list[Path]:
-    """Empirical epsilon against T with the three bounds as reference lines.
+    """Epsilon against T with the three bounds as reference lines.
 
     Args:
-        rows: records with keys steps, eps_lower, eps_point, heuristic, composition,
-            full_batch (e.g. `AuditRecord.to_dict()`), one per T.
+        rows: records with keys steps, heuristic, composition, full_batch and, when
+            audited, eps_lower and eps_point (e.g. `AuditRecord.to_dict()` or the rows of a
+            sweep table), one per T. Missing columns are left out of the plot.
         path_stem: output path without extension; writes .png and .pdf.
         title: optional title (e.g. the fixed parameters).
+        x: the column on the horizontal axis (default "steps"); log scale when it spans a
+            factor of 20 or more.
 
     Returns:
         The written paths.
     """
     plt = _style()
-    rows = sorted(rows, key=lambda r: r["steps"])
-    steps = np.array([r["steps"] for r in rows], float)
     fig, ax = plt.subplots(figsize=(3.6, 2.7))
-    for key, style in BOUND_STYLES.items():
-        ax.plot(steps, [r[key] for r in rows], **style)
-    ax.plot(
-        steps, [r["eps_point"] for r in rows], linestyle="none", marker="o", mfc="white",
-        mec="0.0", ms=4.5, label="empirical (point estimate)",
+    _draw_curves(ax, rows, x)
+    if title:
+        ax.set_title(title, fontsize=8)
+    paths = save_figure(fig, path_stem)
+    plt.close(fig)
+    return paths
+
+
+def plot_eps_vs_steps_panels(
+    panels: Sequence[tuple[str, Sequence[Mapping]]],
+    path_stem: str | Path,
+    *,
+    x: str = "steps",
+    ncols: int | None = None,
+    suptitle: str | None = None,
+) -> list[Path]:
+    """Several eps-vs-T panels side by side, labelled (a), (b), ..., one shared legend.
+
+    Args:
+        panels: `(title, rows)` per panel; rows as for `plot_eps_vs_steps`.
+        path_stem: output path without extension; writes .png and .pdf.
+        x: the column on the horizontal axes.
+        ncols: panels per row (default: all in one row, at most 4).
+        suptitle: an optional title over all panels.
+
+    Returns:
+        The written paths.
+    """
+    if not panels:
+        raise ValueError("panels must not be empty")
+    plt = _style()
+    n = len(panels)
+    ncols = ncols or min(n, 4)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(2.6 * ncols + 0.3, 2.3 * nrows + 0.5), squeeze=False
     )
-    ax.plot(
-        steps, [r["eps_lower"] for r in rows], linestyle="none", marker="v", color="0.0",
-        ms=4.5, label="empirical (lower bound)",
-    )
-    if len(steps) > 1 and steps.max() / max(steps.min(), 1) >= 20:
-        ax.set_xscale("log")
-    ax.set_xlabel("steps $T$")
-    delta = rows[0].get("delta") if rows else None
-    ax.set_ylabel(rf"$\varepsilon$ at $\delta={delta:g}$" if delta else r"$\varepsilon$")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, color="0.9", linewidth=0.6)
-    ax.legend(frameon=False, loc="best")
+    for i, (ax, (title, rows)) in enumerate(zip(axes.flat, panels, strict=False)):
+        _draw_curves(ax, rows, x, legend=False)
+        ax.set_title(f"({chr(ord('a') + i)}) {title}", fontsize=8)
+        if i % ncols:
+            ax.set_ylabel("")
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5),
+               frameon=False)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=9)
+    paths = save_figure(fig, path_stem)
+    plt.close(fig)
+    return paths
+
+
+def _axis_values(rows: Sequence[Mapping], key: str) -> list:
+    values = []
+    for r in rows:
+        v = r.get(key)
+        if v not in values:
+            values.append(v)
+    nums = [_number(v) for v in values]
+    if all(np.isfinite(nums)):
+        order = np.argsort(nums, kind="stable")
+        return [values[i] for i in order]
+    return values
+
+
+def _tick(value) -> str:
+    x = _number(value)
+    return f"{x:g}" if np.isfinite(x) else str(value)
+
+
+def _pivot(rows: Sequence[Mapping], x: str, y: str, value) -> tuple[list, list, np.ndarray]:
+    """(x values, y values, matrix[y, x]); `value(row)` gives a cell's number."""
+    xs, ys = _axis_values(rows, x), _axis_values(rows, y)
+    ix = {repr(v): i for i, v in enumerate(xs)}
+    iy = {repr(v): i for i, v in enumerate(ys)}
+    mat = np.full((len(ys), len(xs)), np.nan)
+    seen = {}
+    for r in rows:
+        key = (iy[repr(r.get(y))], ix[repr(r.get(x))])
+        if key in seen:
+            other = _varying(rows, exclude={x, y})
+            raise ValueError(
+                f"two rows share {x}={r.get(x)!r}, {y}={r.get(y)!r}"
+                + (f"; they differ in {other}: select one value of each first" if other else "")
+            )
+        seen[key] = r
+        mat[key] = value(r)
+    return xs, ys, mat
+
+
+_NOT_PARAMS = {
+    "cell", "cell_id", "eps_lower", "eps_point", "heuristic", "composition", "full_batch",
+    "threshold", "fpr", "fnr", "wall_time_s", "seed", "rigorous", "num_canary_steps",
+}
+
+
+def _varying(rows: Sequence[Mapping], exclude) -> list[str]:
+    keys = [k for k in (rows[0] if rows else {}) if k not in exclude and k not in _NOT_PARAMS]
+    return [k for k in keys if len({repr(r.get(k)) for r in rows}) > 1]
+
+
+def _draw_heatmap(
+    fig, ax, xs, ys, mat, *, x, y, cmap, fmt, colorbar_label, log_color, center=None
+):
+    from matplotlib import colors
+
+    finite = mat[np.isfinite(mat)]
+    if finite.size == 0:
+        lo, hi = 0.0, 1.0
+    else:
+        lo, hi = float(finite.min()), float(finite.max())
+    if log_color and finite.size and lo > 0:
+        norm = colors.LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 1.0001)
+    else:
+        norm = colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1e-12)
+    cm = _colormap(cmap)
+    shown = np.ma.masked_invalid(mat)
+    im = ax.imshow(shown, cmap=cm, norm=norm, origin="lower", aspect="auto",
+                   interpolation="nearest")
+    ax.set_xticks(range(len(xs)), [_tick(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [_tick(v) for v in ys])
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(y))
+    ax.tick_params(length=0)
+    ax.set_xticks(np.arange(len(xs) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(ys) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.0)
+    ax.tick_params(which="minor", length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    size = 7 if max(len(xs), len(ys)) <= 8 else 6
+    for (i, j), v in np.ndenumerate(mat):
+        if not np.isfinite(v):
+            ax.text(j, i, "n/a", ha="center", va="center", fontsize=size, color="0.3")
+            continue
+        r, g, b, _ = cm(norm(v))
+        luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+        ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=size,
+                color="white" if luminance < 0.5 else "black")
+    cbar = fig.colorbar(im, ax=ax, shrink=0.9)
+    cbar.set_label(colorbar_label)
+    if center is not None and lo < center < hi:
+        cbar.ax.axhline(center, color="black", linewidth=0.8)
+    return im
+
+
+def _colormap(name):
+    import matplotlib
+
+    return matplotlib.colormaps[name].with_extremes(bad="0.93")
+
+
+def _figsize(xs, ys):
+    return (1.6 + 0.62 * max(len(xs), 3), 0.9 + 0.42 * max(len(ys), 3))
+
+
+def plot_heatmap(
+    rows: Sequence[Mapping],
+    x: str,
+    y: str,
+    value: str,
+    path_stem: str | Path,
+    *,
+    title: str | None = None,
+    fmt: str = ".3g",
+    cmap: str = "cividis",
+    log_color: bool = False,
+    colorbar_label: str | None = None,
+) -> list[Path]:
+    """`value` over the grid of `x` (columns) and `y` (rows), the number in every cell.
+
+    Args:
+        rows: table rows (e.g. a sweep's), one per (x, y) pair; missing pairs show "n/a".
+        x, y: the columns on the horizontal and vertical axes (sorted when numeric).
+        value: the column written in the cells and coloured.
+        path_stem: output path without extension; writes .png and .pdf.
+        title: optional title (e.g. the parameters held fixed).
+        fmt: format of the numbers (default 3 significant digits).
+        cmap: a matplotlib colour map; the default cividis (and Greys) have monotone
+            lightness, so the order reads in grey-scale print too.
+        log_color: logarithmic colour scale (positive values).
+        colorbar_label: default: a label for `value` (with delta when the rows have one).
+
+    Returns:
+        The written paths.
+
+    Raises:
+        ValueError: two rows with the same (x, y) (another parameter varies: select first).
+
+    Example:
+        >>> rows = [dict(q=q, s=s, eps=q / s) for q in (0.1, 0.2) for s in (1, 2)]
+        >>> paths = plot_heatmap(rows, "q", "s", "eps", "/tmp/advsim-doctest-heatmap")
+    """
+    plt = _style()
+    xs, ys, mat = _pivot(rows, x, y, lambda r: _number(r.get(value)))
+    if colorbar_label is None:
+        colorbar_label = _label(value)
+        delta = _delta_text(rows)
+        if value in LABELS and "varepsilon" in LABELS[value] and delta:
+            colorbar_label += f" at {delta}"
+    fig, ax = plt.subplots(figsize=_figsize(xs, ys))
+    _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
+                  colorbar_label=colorbar_label, log_color=log_color)
+    if title:
+        ax.set_title(title, fontsize=8)
+    paths = save_figure(fig, path_stem)
+    plt.close(fig)
+    return paths
+
+
+def plot_ratio_heatmap(
+    rows: Sequence[Mapping],
+    x: str,
+    y: str,
+    numerator: str,
+    path_stem: str | Path,
+    *,
+    denominator: str | None = None,
+    baseline: Mapping | None = None,
+    title: str | None = None,
+    fmt: str = ".2f",
+    cmap: str = "cividis",
+    colorbar_label: str | None = None,
+) -> list[Path]:
+    """A ratio over the grid of `x` and `y`, the number in every cell.
+
+    Exactly one of:
+    - `denominator`: the column to divide by, row by row (e.g. "heuristic" over
+      "composition": how much hiding the iterates buys);
+    - `baseline`: `{column: value}`, divide each row's `numerator` by its value in the row
+      that has the baseline value and the same other parameters, e.g. `{"steps": 1}` for
+      eps(T) / eps(1) (the amplification rate of a canary used at step 1).
+
+    Args:
+        rows: table rows, one per (x, y) pair.
+        x, y: the columns on the horizontal and vertical axes.
+        numerator: the column divided.
+        path_stem: output path without extension; writes .png and .pdf.
+        denominator: see above.
+        baseline: see above.
+        title: optional title.
+        fmt: format of the numbers (default 2 decimals).
+        cmap: colour map (monotone lightness by default); a line on the colour bar marks 1.
+        colorbar_label: default "numerator / denominator".
+
+    Returns:
+        The written paths.
+    """
+    if (denominator is None) == (baseline is None):
+        raise ValueError("give exactly one of denominator and baseline")
+    if denominator is not None:
+        def ratio(r):
+            return _number(r.get(numerator)) / _number(r.get(denominator))
+
+        label = f"{_ratio_label(numerator)} / {_ratio_label(denominator)}"
+    else:
+        if len(baseline) != 1:
+            raise ValueError(f"baseline must name one column, got {dict(baseline)!r}")
+        (bkey, bval), = baseline.items()
+        # "The same other parameters": the same position on the axes that are not bkey.
+        others = [k for k in (x, y) if k != bkey]
+
+        def key_of(r):
+            return tuple(repr(r.get(k)) for k in others)
+
+        base = {
+            key_of(r): _number(r.get(numerator))
+            for r in rows
+            if _number(r.get(bkey)) == _number(bval) or r.get(bkey) == bval
+        }
+        if not base:
+            raise ValueError(f"no row has {bkey} = {bval!r} to divide by")
+
+        def ratio(r):
+            return _number(r.get(numerator)) / base.get(key_of(r), math.nan)
+
+        label = f"{_ratio_label(numerator)} / its value at {_short(bkey)} = {_tick(bval)}"
+    plt = _style()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xs, ys, mat = _pivot(rows, x, y, ratio)
+    mat[~np.isfinite(mat)] = np.nan
+    fig, ax = plt.subplots(figsize=_figsize(xs, ys))
+    _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
+                  colorbar_label=colorbar_label or label, log_color=False, center=1.0)
     if title:
         ax.set_title(title, fontsize=8)
     paths = save_figure(fig, path_stem)

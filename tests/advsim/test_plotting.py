@@ -1,0 +1,111 @@
+"""Plots: the number in every heatmap cell, contrast, colour bar, ratios, curves.
+
+The figures are inspected through the matplotlib objects (texts, colour bar label) by
+capturing the figure that `save_figure` receives; the expected numbers are the table's
+own values and their ratios.
+"""
+
+import matplotlib
+import numpy as np
+import pytest
+
+import advsim.plotting as plotting
+
+ROWS = [
+    {"sampling_prob": q, "noise_multiplier": s, "steps": t, "delta": 1e-5,
+     "heuristic": q * t / s, "composition": 2 * q * t / s, "full_batch": q * t / (2 * s)}
+    for q in (0.1, 0.2, 0.5) for s in (1.0, 2.0) for t in (1, 10)
+]
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The figures the plot functions would have saved (nothing is written)."""
+    figures = []
+
+    def fake_save(fig, path_stem):
+        figures.append(fig)
+        return []
+
+    monkeypatch.setattr(plotting, "save_figure", fake_save)
+    return figures
+
+
+def _cell_texts(fig):
+    return [t for t in fig.axes[0].texts]
+
+
+def test_heatmap_writes_every_value_with_contrasting_text(captured):
+    rows = [r for r in ROWS if r["steps"] == 10]
+    plotting.plot_heatmap(rows, "sampling_prob", "noise_multiplier", "heuristic", "unused")
+    (fig,) = captured
+    texts = _cell_texts(fig)
+    assert sorted(t.get_text() for t in texts) == sorted(
+        format(r["heuristic"], ".3g") for r in rows
+    )
+    # Smallest value: darkest cividis colour, white text; largest: lightest, black text.
+    by_value = {t.get_text(): t.get_color() for t in texts}
+    assert by_value[format(min(r["heuristic"] for r in rows), ".3g")] == "white"
+    assert by_value[format(max(r["heuristic"] for r in rows), ".3g")] == "black"
+    colorbar = fig.axes[1]
+    assert colorbar.get_ylabel() == r"heuristic $\varepsilon$ at $\delta=10^{-5}$"
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.2", "0.5"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2"]
+    assert ax.get_xlabel() == "sampling rate $q$"
+
+
+def test_heatmap_marks_missing_cells_and_refuses_ambiguous_rows(captured):
+    rows = [r for r in ROWS if r["steps"] == 10][:-1]
+    plotting.plot_heatmap(rows, "sampling_prob", "noise_multiplier", "heuristic", "unused")
+    assert sum(t.get_text() == "n/a" for t in _cell_texts(captured[0])) == 1
+    with pytest.raises(ValueError, match="they differ in \\['steps'"):
+        plotting.plot_heatmap(ROWS, "sampling_prob", "noise_multiplier", "heuristic", "unused")
+
+
+def test_ratio_heatmap_over_a_column_and_over_a_baseline(captured):
+    rows = [r for r in ROWS if r["noise_multiplier"] == 1.0]
+    plotting.plot_ratio_heatmap(rows, "steps", "sampling_prob", "heuristic", "unused",
+                                denominator="composition")
+    assert {t.get_text() for t in _cell_texts(captured[0])} == {"0.50"}
+    assert captured[0].axes[1].get_ylabel() == "heuristic / composition"
+    plotting.plot_ratio_heatmap(rows, "steps", "sampling_prob", "heuristic", "unused",
+                                baseline={"steps": 1})
+    # heuristic = q T / sigma here, so eps(T) / eps(1) = T: 1.00 at T = 1, 10.00 at T = 10.
+    assert sorted(t.get_text() for t in _cell_texts(captured[1])) == ["1.00"] * 3 + ["10.00"] * 3
+    with pytest.raises(ValueError, match="exactly one of denominator and baseline"):
+        plotting.plot_ratio_heatmap(rows, "steps", "sampling_prob", "heuristic", "unused")
+    with pytest.raises(ValueError, match="no row has steps = 3"):
+        plotting.plot_ratio_heatmap(rows, "steps", "sampling_prob", "heuristic", "unused",
+                                    baseline={"steps": 3})
+
+
+def test_default_colormap_reads_in_greyscale():
+    """cividis's lightness increases monotonically, so grey-scale print keeps the order."""
+    rgb = matplotlib.colormaps["cividis"](np.linspace(0, 1, 64))[:, :3]
+    luminance = rgb @ np.array([0.2126, 0.7152, 0.0722])
+    assert np.all(np.diff(luminance) > 0)
+
+
+def test_curves_from_bounds_only_and_from_csv_strings(captured):
+    rows = [r for r in ROWS if r["sampling_prob"] == 0.1 and r["noise_multiplier"] == 1.0]
+    plotting.plot_eps_vs_steps(rows, "unused")
+    labels = [line.get_label() for line in captured[0].axes[0].get_lines()]
+    assert labels == [s["label"] for s in plotting.BOUND_STYLES.values()]
+    as_csv = [{k: str(v) for k, v in r.items()} | {"eps_lower": "0.1", "eps_point": ""}
+              for r in rows]
+    plotting.plot_eps_vs_steps(as_csv, "unused")
+    labels = [line.get_label() for line in captured[1].axes[0].get_lines()]
+    assert "empirical (lower bound)" in labels and "empirical (point estimate)" not in labels
+    assert captured[1].axes[0].get_ylabel() == r"$\varepsilon$ at $\delta=10^{-5}$"
+
+
+def test_panels_write_png_and_pdf(tmp_path):
+    panels = [
+        (f"q = {q}", [r for r in ROWS if r["sampling_prob"] == q and r["noise_multiplier"] == 1])
+        for q in (0.1, 0.5)
+    ]
+    paths = plotting.plot_eps_vs_steps_panels(panels, tmp_path / "fig")
+    assert [p.name for p in paths] == ["fig.png", "fig.pdf"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+    assert not list(tmp_path.glob(".*.tmp"))
