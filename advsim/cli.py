@@ -1,9 +1,10 @@
-"""Command line: `advsim audit` (the main job) and `advsim bound`.
+"""Command line: `advsim audit` (the main job), `advsim bound`, `advsim sweep`, `advsim plot`.
 
 `advsim audit` with no arguments runs the built-in experiment: the linear 1-D process with
 q = 0.01, sigma calibrated so that composition gives eps = 8 at delta = 1e-5 for each T,
 10^6 runs per world per T, family auditing; it prints a table and writes CSV, JSON and a
-PNG/PDF plot into an output folder whose name it prints.
+PNG/PDF plot into an output folder whose name it prints. `advsim sweep CONFIG.toml --out DIR
+[--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its figures.
 """
 
 from __future__ import annotations
@@ -140,6 +141,43 @@ def _cmd_bound(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from advsim.sweep import SweepError, load_config, run_sweep
+
+    config = load_config(args.config)
+    executor = "local" if args.ray is None else "ray"
+    out = Path(args.out)
+    n = len(config.cells())
+    print(f"advsim sweep: {n} cells ({config.mode} mode) -> {out}", flush=True)
+    try:
+        rows = run_sweep(
+            config, out, resume=args.resume, progress=not args.quiet, executor=executor,
+            ray_address=args.ray or None,
+        )
+    except SweepError as err:
+        print(f"advsim sweep: error: {err}", file=sys.stderr)
+        return 2
+    total = sum(float(r["wall_time_s"]) for r in rows)
+    print(
+        f"wrote {out / 'results.csv'} and {out / 'results.json'} ({len(rows)} cells, "
+        f"{total:.1f} s of cell time); figures: advsim plot {out}"
+    )
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from advsim.sweep import SweepError, plot_sweep
+
+    try:
+        paths = plot_sweep(args.dir)
+    except SweepError as err:
+        print(f"advsim plot: error: {err}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="advsim", description="Simulate and audit hidden-state DP-SGD."
@@ -190,6 +228,27 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--canary-steps", type=_positive_int, default=None,
                    help="steps that can carry the canary (default: all T)")
     b.set_defaults(func=_cmd_bound)
+
+    s = sub.add_parser(
+        "sweep",
+        help="run a grid of audits (or bounds only) from a TOML config, resumably",
+        description="One cell per grid point; each finished cell is written atomically to "
+        "DIR/cells/, the table to DIR/results.csv and results.json, provenance to "
+        "DIR/run.json. See advsim.sweep for the config format.",
+    )
+    s.add_argument("config", help="the sweep's TOML file")
+    s.add_argument("--out", required=True, help="output folder")
+    s.add_argument("--resume", action="store_true",
+                   help="continue the sweep in --out: skip finished cells, verify their files")
+    s.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the cells as Ray tasks (pip install 'advsim[ray]'); ADDRESS of "
+                   "a cluster (e.g. auto), default a local Ray instance")
+    s.add_argument("--quiet", action="store_true", help="no progress bars")
+    s.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("plot", help="draw a sweep's heatmaps and curves into DIR/figures/")
+    p.add_argument("dir", help="a sweep's output folder")
+    p.set_defaults(func=_cmd_plot)
     return parser
 
 
