@@ -1,5 +1,17 @@
 """Mechanisms: one file per construction; a new counterexample is a new file here."""
 
 from advsim.mechanisms.linear import LinearProcess
+from advsim.mechanisms.regularizers import (
+    QuadraticRegularizer,
+    ZeroingRegularizer,
+    nonmonotone_heuristic_parameters,
+    quadratic_exact_epsilon,
+)
 
 __all__ = ["LinearProcess"]
+__all__ += [
+    "QuadraticRegularizer",
+    "ZeroingRegularizer",
+    "nonmonotone_heuristic_parameters",
+    "quadratic_exact_epsilon",
+]
