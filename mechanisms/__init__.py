@@ -1,5 +1,6 @@
 """Mechanisms: one file per construction; a new counterexample is a new file here."""
 
+from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.regularizers import (
     QuadraticRegularizer,
@@ -10,8 +11,10 @@ from advsim.mechanisms.regularizers import (
 
 __all__ = ["LinearProcess"]
 __all__ += [
+    "HistoryRegularizer",
     "QuadraticRegularizer",
     "ZeroingRegularizer",
+    "history_epsilon",
     "nonmonotone_heuristic_parameters",
     "quadratic_exact_epsilon",
 ]
