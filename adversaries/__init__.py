@@ -2,6 +2,7 @@
 
 from advsim.adversaries.history import CoordinateLikelihoodRatio
 from advsim.adversaries.projection import LikelihoodRatioScore, ProjectionScore
+from advsim.adversaries.repeaters import RepeaterDecoder
 
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
-__all__ += ["CoordinateLikelihoodRatio"]
+__all__ += ["CoordinateLikelihoodRatio", "RepeaterDecoder"]

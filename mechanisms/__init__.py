@@ -8,13 +8,16 @@ from advsim.mechanisms.regularizers import (
     nonmonotone_heuristic_parameters,
     quadratic_exact_epsilon,
 )
+from advsim.mechanisms.repeaters import MaliciousRepeaters, repeaters_epsilon
 
 __all__ = ["LinearProcess"]
 __all__ += [
     "HistoryRegularizer",
+    "MaliciousRepeaters",
     "QuadraticRegularizer",
     "ZeroingRegularizer",
     "history_epsilon",
     "nonmonotone_heuristic_parameters",
     "quadratic_exact_epsilon",
+    "repeaters_epsilon",
 ]
