@@ -26,8 +26,14 @@ import pytest
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, clip_gradients
-from advsim.adversaries import ProjectionScore
-from advsim.mechanisms import LinearProcess
+from advsim.adversaries import CoordinateLikelihoodRatio, ProjectionScore, RepeaterDecoder
+from advsim.mechanisms import (
+    HistoryRegularizer,
+    LinearProcess,
+    MaliciousRepeaters,
+    QuadraticRegularizer,
+    ZeroingRegularizer,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +75,10 @@ CASES: list[Case] = [
         lambda: LinearProcess(20, 0.2, 1.5, canary_schedule=CanarySchedule.only(1, sampled=False)),
     ),
     Case("linear-5d-fixed-batch", _with_data("gaussian", batching="fixed")),
+    Case("zeroing", lambda: ZeroingRegularizer(10, 0.2, 1.5)),
+    Case("quadratic", lambda: QuadraticRegularizer(10, 0.2, 1.5, alpha=0.5)),
+    Case("history", lambda: HistoryRegularizer(6, 0.2, 1.0, v=3.0), CoordinateLikelihoodRatio),
+    Case("repeaters", lambda: MaliciousRepeaters(5, 0.2, 0.5), RepeaterDecoder),
 ]
 
 
