@@ -1,0 +1,98 @@
+r"""Property testing of privacy bounds and audits: hypothesis strategies and checks.
+
+A researcher who proposes a bound (or a counterexample to one) states it as a property and
+lets hypothesis search the parameter space for a violation:
+
+- strategies for valid DP-SGD parameters (`dpsgd_params`, a `DPSGDParams` record, and one
+  strategy per field: `steps`, `sampling_probs`, `noise_multipliers`, `deltas`,
+  `epsilons`, `clip_norms`, `batch_sizes`, `alphas`, `periods`), for Gaussian location
+  mixtures (`mixtures`, a `Mixture` record) and for built mechanisms
+  (`linear_mechanisms`);
+- checks that fail with a readable report: `assert_bound_below` (one bound never exceeds
+  another), `assert_monotone`, `assert_audit_below` (simulate, audit, and compare the
+  audit's lower bound with an upper bound, naming the seed to replay);
+- `calibration_fraction`: repeat an audit on independent score sets with a known truth
+  (`gaussian_sampler`, `mixture_sampler`, `simulation_sampler`) and measure how often its
+  lower bound exceeds the truth, with a Clopper-Pearson interval (`Calibration`);
+- `SETTINGS`, the hypothesis profile registered as `PROFILE = "advsim"` (derandomized, no
+  deadline, no example database), so a property explores the same examples in every run.
+  Importing this module registers the profile but loads nothing: use it explicitly,
+  `@settings(SETTINGS, max_examples=30)`.
+
+Needs `hypothesis` (`pip install "advsim[test]"`).
+
+Example:
+    >>> from hypothesis import given, settings
+    >>> from advsim.bounds import composition_epsilon, heuristic_epsilon
+    >>> from advsim.testing import SETTINGS, assert_bound_below, dpsgd_params
+    >>> @settings(SETTINGS, max_examples=5)
+    ... @given(dpsgd_params(steps=(1, 20), noise_multiplier=(0.5, 5.0)))
+    ... def test_heuristic_below_composition(p):
+    ...     assert_bound_below(heuristic_epsilon, composition_epsilon, p, rtol=1e-9)
+    >>> test_heuristic_below_composition()
+"""
+
+try:
+    import hypothesis  # noqa: F401
+except ImportError as err:  # pragma: no cover - only without the test extras
+    raise ImportError(
+        'advsim.testing needs hypothesis: pip install "advsim[test]" (or pip install hypothesis)'
+    ) from err
+
+from advsim.testing._checks import (
+    Calibration,
+    assert_audit_below,
+    assert_bound_below,
+    assert_monotone,
+    calibration_fraction,
+    clopper_pearson_interval,
+    gaussian_sampler,
+    mixture_sampler,
+    simulation_sampler,
+)
+from advsim.testing._strategies import (
+    PROFILE,
+    SETTINGS,
+    DPSGDParams,
+    Mixture,
+    alphas,
+    batch_sizes,
+    clip_norms,
+    deltas,
+    dpsgd_params,
+    epsilons,
+    linear_mechanisms,
+    mixtures,
+    noise_multipliers,
+    periods,
+    sampling_probs,
+    steps,
+)
+
+__all__ = [
+    "PROFILE",
+    "SETTINGS",
+    "Calibration",
+    "DPSGDParams",
+    "Mixture",
+    "alphas",
+    "assert_audit_below",
+    "assert_bound_below",
+    "assert_monotone",
+    "batch_sizes",
+    "calibration_fraction",
+    "clip_norms",
+    "clopper_pearson_interval",
+    "deltas",
+    "dpsgd_params",
+    "epsilons",
+    "gaussian_sampler",
+    "linear_mechanisms",
+    "mixture_sampler",
+    "mixtures",
+    "noise_multipliers",
+    "periods",
+    "sampling_probs",
+    "simulation_sampler",
+    "steps",
+]
