@@ -187,14 +187,18 @@ def _newton(fun, lo, hi, x0):
         la, ha = lo[active], hi[active]
         la = np.where(f < 0, xa, la)
         ha = np.where(f > 0, xa, ha)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # At signal-to-noise ~150 and more f / df and 2 dx can overflow to inf; such a
+        # step is rejected below (not finite, or outside the bracket) in favour of bisection.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             xn = xa - f / df
-        tol = _XTOL + _RTOL * np.abs(xa)
-        dx = np.abs(xn - xa)
-        # A Newton step below the tolerance ends the iteration (it may round onto an end
-        # of the bracket); otherwise it must stay strictly inside and shrink fast enough.
-        small = np.isfinite(xn) & (dx <= tol)
-        bad = ~small & (~np.isfinite(xn) | (xn <= la) | (xn >= ha) | (2.0 * dx > step_old[active]))
+            tol = _XTOL + _RTOL * np.abs(xa)
+            dx = np.abs(xn - xa)
+            # A Newton step below the tolerance ends the iteration (it may round onto an
+            # end of the bracket); otherwise it must stay strictly inside and shrink fast.
+            small = np.isfinite(xn) & (dx <= tol)
+            bad = ~small & (
+                ~np.isfinite(xn) | (xn <= la) | (xn >= ha) | (2.0 * dx > step_old[active])
+            )
         xn = np.where(bad, 0.5 * (la + ha), xn)
         xn = np.where(f == 0, xa, xn)
         dx = np.abs(xn - xa)
