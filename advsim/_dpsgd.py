@@ -67,7 +67,7 @@ def dpsgd_update(
     dtype = model.dtype
     c = jnp.asarray(mechanism.clip_norm, dtype)
     sigma = jnp.asarray(mechanism.noise_multiplier, dtype)
-    lr = jnp.asarray(mechanism.learning_rate, dtype)
+    lr = jnp.asarray(mechanism.step_size(t), dtype)
     grad_sum = jnp.zeros_like(model)
     data = mechanism.data_gradients(model, t)
     if data.shape[0] > 0:
@@ -113,9 +113,12 @@ def run_mechanism(
     group_counts = jnp.asarray(mechanism.data_counts())
     if group_counts.shape[0] > 0 and mechanism.batching == "poisson":
         q = jnp.asarray(mechanism.sampling_prob, dtype)
+        # int64 under x64 (jax's default integer then), so groups of ~10^10 examples fit;
+        # int32 otherwise, where counts above 2^24 would not be exact in float32 anyway.
+        count_dtype = jnp.int64 if dtype == jnp.float64 else jnp.int32
         counts = jax.random.binomial(
             k_count, group_counts.astype(dtype), q, (steps, group_counts.shape[0]), dtype
-        ).astype(jnp.int32)
+        ).astype(count_dtype)
     else:
         counts = jnp.broadcast_to(group_counts, (steps, group_counts.shape[0]))
 

@@ -176,6 +176,16 @@ class AbstractMechanism(eqx.Module):
         """Gradient of the regularizer r at `model`; the engine never clips it (default 0)."""
         return jnp.zeros_like(model)
 
+    def step_size(self, t: Int[Array, ""]):
+        """The learning rate of step `t` (default: `learning_rate` at every step).
+
+        Override for a schedule fixed before training, e.g. the threshold landscape's
+        first step of size 1 followed by averaged steps of size 1/B. The engine multiplies
+        the whole update (gradients and noise) by it, so it never changes the privacy
+        accounting.
+        """
+        return self.learning_rate
+
     def accounting(self) -> Accounting:
         """What the bounds need: steps, the canary's sampling rate, sigma, its steps."""
         canary_steps = self.canary_schedule.steps(self.steps)
