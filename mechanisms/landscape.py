@@ -1,0 +1,317 @@
+r"""The threshold loss landscape: a canary at step 1 whose side the landscape keeps.
+
+Section 6 ("Towards a Worst-Case Adversary for the Hidden State") of Cebere, Bellet &
+Papernot, "Tighter Privacy Auditing of DP-SGD in the Hidden State Threat Model"
+(arXiv:2405.14457, ICLR 2025), Eq. (3): the one-dimensional pair of processes
+
+$$\theta_1 = b\,C + Z_1, \qquad
+  \theta_{t+1} = \theta_t - \tfrac{1}{B}\big(g(\theta_t) + Z_{t+1}\big), \quad t \ge 1,$$
+
+with $Z_t \sim \mathcal{N}(0, C^2\sigma^2)$, $b \in \{0, 1\}$ the canary's presence (its
+crafted gradient $\nabla^* = C$ is used at step 1 only) and the adversary's landscape
+$g_{\phi}(\theta) = \pm BC$ by the threshold test $\theta > h$, $h^* = C/2$ by default
+(the midpoint of $\mathcal{N}(0, \sigma^2 C^2)$ and $\mathcal{N}(C, \sigma^2 C^2)$, the
+minimum-$\alpha + \beta$ test between the two laws of $\theta_1$).
+
+Orientation. The paper writes $g_\phi = +BC$ if $\theta > h$, which with the descent sign
+of Eq. (3) would move a model above $h$ *down* by $C$ per step: the landscape would flip
+the model back across $h$ and forget the canary's side (the last-step audit then decays
+at every B; see `orientation="restore"` and its test). The adversary's intent, "the
+crafted gradient maximally biases subsequent steps" (Appendix F and its Figure 10/11: a
+loss that decreases away from $h$ on both sides), is the reinforcing orientation used by
+default here: $g(\theta) = -BC$ if $\theta > h$ else $+BC$, so every step moves the model
+a further $C$ away from $h$ on the side it is on, while the noise of a step is only
+$\sigma C / B$: for $B \gg \sigma$ the side chosen at step 1 is kept forever and the last
+model leaks what $\theta_1$ leaks (no amplification, Implication 2); for $B \lesssim
+\sigma$ the noise can still push the model across $h$ and privacy is amplified
+(Implication 3).
+
+As a DP-SGD run (`advsim` engine): a fixed batch of B identical examples whose clipped
+per-example gradient is $\mp C$ (norm exactly C), and a canary present deterministically
+at step 1 only (`CanarySchedule.only(1, sampled=False)`), with gradient $-C$. Step 1 has
+step size 1 and no data gradient (so $\theta_1 = bC + Z_1$); steps $t \ge 2$ have step
+size $1/B$ (the averaged update). Since the canary is used once, unsampled, the accounting
+is one Gaussian mechanism of sensitivity C and noise $\sigma C$: $\mu = 1/\sigma$ GDP at
+every T (the step sizes do not enter the accounting).
+
+Exact law at T = 2: $\theta_2 = \theta_1 + C s(\theta_1) + W$, $s = \pm 1$,
+$W \sim \mathcal{N}(0, \sigma^2 C^2 / B^2)$, whose density is a sum of two truncated
+Gaussian convolutions in closed form (`two_step_density`); `two_step_gdp_curve` gives
+the population value of the GDP audit on $\theta_2$ for any threshold h, the reference
+for the Algorithm-5 threshold search (`advsim.adversaries.ThresholdSearch`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import scipy.stats
+from jaxtyping import Array, Float, Int
+
+from advsim._mechanism import AbstractMechanism, CanarySchedule, as_traced_float, validate_common
+from advsim._validation import check_delta, check_int, check_positive
+
+__all__ = [
+    "ThresholdLandscape",
+    "two_step_density",
+    "two_step_gdp_curve",
+    "two_step_tradeoff",
+]
+
+_ORIENTATIONS = ("reinforce", "restore")
+
+
+def _check_finite(name, value):
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+class ThresholdLandscape(AbstractMechanism):
+    r"""DP-SGD on the threshold landscape of Eq. (3) of arXiv:2405.14457 (adversary $A_S^h$).
+
+    See the module docstring. The model is 1-D; the release $m_T = \theta_T$; the score
+    of `advsim.adversaries.ProjectionScore` (the canary's descent direction, +1) reads it
+    directly.
+
+    Args:
+        steps: T >= 1 (the canary is at step 1; T = 1 releases $\theta_1$).
+        noise_multiplier: sigma > 0.
+        batch_size: B >= 1, the fixed batch of identical examples at steps t >= 2
+            (stored as a traced array, so a sweep over B reuses one compilation).
+        threshold: h, in the model's units (default C / 2, the paper's $h^*$).
+        clip_norm: C > 0.
+        orientation: "reinforce" (default: $g = -BC$ above h, the model keeps its side)
+            or "restore" (the literal sign of the paper's $g_{\phi^*}$ under Eq. (3)'s
+            descent: $g = +BC$ above h, the model is pushed back across h; for
+            comparison only).
+
+    Raises:
+        ValueError: bad values, naming the parameter and its valid range.
+
+    Example:
+        >>> mech = ThresholdLandscape(steps=25, noise_multiplier=2.0, batch_size=16)
+        >>> float(mech.threshold), mech.accounting().canary_steps
+        (0.5, (1,))
+    """
+
+    steps: int = eqx.field(static=True)
+    sampling_prob: np.ndarray
+    noise_multiplier: np.ndarray
+    clip_norm: np.ndarray
+    learning_rate: np.ndarray
+    canary_schedule: CanarySchedule
+    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    batch_size: np.ndarray
+    threshold: np.ndarray
+    orientation: Literal["reinforce", "restore"] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        steps: int,
+        noise_multiplier: float,
+        batch_size: int,
+        *,
+        threshold: float | None = None,
+        clip_norm: float = 1.0,
+        orientation: Literal["reinforce", "restore"] = "reinforce",
+    ):
+        batch_size = check_int("batch_size", batch_size, minimum=1, maximum=2**31 - 1)
+        (
+            self.steps,
+            self.sampling_prob,
+            self.noise_multiplier,
+            self.clip_norm,
+            self.learning_rate,
+            self.batching,
+        ) = validate_common(
+            steps=steps,
+            sampling_prob=1.0,
+            noise_multiplier=noise_multiplier,
+            clip_norm=clip_norm,
+            learning_rate=1.0 / batch_size,
+            batching="fixed",
+        )
+        self.batch_size = np.asarray(batch_size, np.int32)
+        if threshold is None:
+            threshold = float(self.clip_norm) / 2.0
+        self.threshold = as_traced_float("threshold", threshold, _check_finite)
+        if orientation not in _ORIENTATIONS:
+            raise ValueError(f"orientation must be one of {_ORIENTATIONS}, got {orientation!r}")
+        self.orientation = orientation
+        self.canary_schedule = CanarySchedule.only(1, sampled=False)
+
+    def init_model(self) -> Float[Array, " d"]:
+        return jnp.zeros((1,), jnp.float32)
+
+    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
+        # nabla^* = C as a descent move: the gradient is -C, so step 1 moves theta by +C.
+        return -jnp.asarray(self.clip_norm, model.dtype) * jnp.ones_like(model)
+
+    def side(self, model: Float[Array, " d"]) -> Float[Array, " d"]:
+        """s(theta) = +1 if theta > h else -1 (the threshold test $\\phi_h$)."""
+        h = jnp.asarray(self.threshold, model.dtype)
+        return jnp.where(model > h, 1.0, -1.0).astype(model.dtype)
+
+    def example_gradient(self, model: Float[Array, " d"]) -> Float[Array, " d"]:
+        """One example's gradient g / B: $-C s(\\theta)$ ("reinforce") or $+C s(\\theta)$."""
+        c = jnp.asarray(self.clip_norm, model.dtype)
+        sign = -1.0 if self.orientation == "reinforce" else 1.0
+        return sign * c * self.side(model)
+
+    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "g d"]:
+        # Step 1 is the canary's alone (theta_1 = b C + Z_1); the batch acts from step 2.
+        g = self.example_gradient(model)
+        return jnp.where(t >= 2, g, jnp.zeros_like(g))[None, :]
+
+    def data_counts(self) -> Int[Array, " g"]:
+        return jnp.asarray(self.batch_size)[None]
+
+    def step_size(self, t: Int[Array, ""]):
+        """1 at step 1 (theta_1 = b C + Z_1), 1/B afterwards (Eq. (3))."""
+        return jnp.where(t == 1, 1.0, jnp.asarray(self.learning_rate))
+
+
+# ------------------------------------------------------------------ exact law at T = 2
+
+
+def _params(noise_multiplier, batch_size, threshold, clip_norm):
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    b = check_int("batch_size", batch_size, minimum=1)
+    c = check_positive("clip_norm", clip_norm)
+    h = c / 2.0 if threshold is None else _check_finite("threshold", threshold)
+    return sigma, b, h, c
+
+
+def two_step_density(
+    y,
+    canary_in: bool,
+    noise_multiplier: float,
+    batch_size: int,
+    *,
+    threshold: float | None = None,
+    clip_norm: float = 1.0,
+    orientation: str = "reinforce",
+) -> np.ndarray:
+    r"""The density of $\theta_2$ (the release at T = 2) in closed form.
+
+    With $\theta_1 \sim \mathcal{N}(\mu, s_1^2)$ ($\mu = bC$, $s_1 = \sigma C$) and
+    $\theta_2 = \theta_1 + k\,C s(\theta_1) + W$, $W \sim \mathcal{N}(0, s_2^2)$,
+    $s_2 = \sigma C / B$, $k = +1$ ("reinforce") or $-1$ ("restore"):
+
+    $$p(y) = \sum_{\pm} \varphi_{S}(y \mp kC - \mu)\,
+        \mathbb{P}\big(\pm(X_\pm - h) > 0\big),\quad
+        X_\pm \sim \mathcal{N}\Big(\tfrac{\mu s_2^2 + (y \mp kC) s_1^2}{S^2},
+        \tfrac{s_1^2 s_2^2}{S^2}\Big),$$
+
+    $S^2 = s_1^2 + s_2^2$: the product of the two Gaussian densities in $\theta_1$
+    factorises into a density in y and a Gaussian in $\theta_1$, truncated at h.
+
+    Args:
+        y: points (array-like).
+        canary_in: the world (b = 1 or 0).
+        noise_multiplier, batch_size, threshold, clip_norm, orientation: as
+            `ThresholdLandscape`.
+
+    Returns:
+        p(y), float64, the shape of y.
+    """
+    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
+    if orientation not in _ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {_ORIENTATIONS}, got {orientation!r}")
+    k = 1.0 if orientation == "reinforce" else -1.0
+    y = np.asarray(y, np.float64)
+    mu = c if canary_in else 0.0
+    s1, s2 = sigma * c, sigma * c / b
+    big = np.hypot(s1, s2)
+    small = s1 * s2 / big
+    out = np.zeros_like(y)
+    for side in (1.0, -1.0):  # side +1: theta_1 > h, moved by +kC; side -1: by -kC
+        shift = y - side * k * c
+        mean = (mu * s2**2 + shift * s1**2) / big**2
+        z = (mean - h) / small
+        prob = scipy.stats.norm.cdf(side * z)
+        out += scipy.stats.norm.pdf(shift, mu, big) * prob
+    return out
+
+
+def _grid(sigma, c, b, h, points):
+    s1 = sigma * c
+    half = 12.0 * s1 + 2.0 * c + abs(h)
+    return np.linspace(-half, c + half, points)
+
+
+def two_step_tradeoff(
+    noise_multiplier: float,
+    batch_size: int,
+    *,
+    threshold: float | None = None,
+    clip_norm: float = 1.0,
+    orientation: str = "reinforce",
+    points: int = 200_001,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""FPR and FNR of the tests "in iff $\theta_2 \ge \tau$" over a fine grid of $\tau$.
+
+    The CDFs are the cumulative trapezoid integrals of `two_step_density` on a uniform
+    grid of `points` points covering 12 standard deviations beyond both laws (mass
+    outside < 1e-30).
+
+    Returns:
+        `(tau, fpr, fnr)`: thresholds, $P_{out}(\theta_2 \ge \tau)$,
+        $P_{in}(\theta_2 < \tau)$.
+    """
+    from scipy.integrate import cumulative_trapezoid
+
+    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
+    y = _grid(sigma, c, b, h, check_int("points", points, minimum=1001))
+    kw = dict(threshold=h, clip_norm=c, orientation=orientation)
+    p_in = two_step_density(y, True, sigma, b, **kw)
+    p_out = two_step_density(y, False, sigma, b, **kw)
+    cdf_in = cumulative_trapezoid(p_in, y, initial=0.0)
+    cdf_out = cumulative_trapezoid(p_out, y, initial=0.0)
+    fpr = np.clip(1.0 - cdf_out / cdf_out[-1], 0.0, 1.0)
+    fnr = np.clip(cdf_in / cdf_in[-1], 0.0, 1.0)
+    return y, fpr, fnr
+
+
+def two_step_gdp_curve(
+    thresholds,
+    noise_multiplier: float,
+    batch_size: int,
+    *,
+    delta: float = 1e-5,
+    clip_norm: float = 1.0,
+    min_rate: float = 1e-4,
+    points: int = 20_001,
+) -> dict[str, np.ndarray]:
+    r"""The GDP audit's population value on $\theta_2$, for each landscape threshold h.
+
+    For each h: $\mu(h) = \max_\tau \Phi^{-1}(1 - \mathrm{FPR}(\tau)) -
+    \Phi^{-1}(\mathrm{FNR}(\tau))$ over the thresholds $\tau$ with both rates
+    $\ge$ `min_rate` (an audit with $n$ runs per world cannot see rarer events; the
+    GDP audit of `advsim.audits` maximises the same quantity on empirical rates), and
+    $\varepsilon(h) = $ `gdp_epsilon(delta, mu)` (Corollary 2.13 of arXiv:1905.02383).
+    The reference for Algorithm 5 of arXiv:2405.14457 (Appendix F), which should find
+    its maximum near $h^* = C/2$.
+
+    Returns:
+        dict with "threshold", "mu", "eps" (arrays over `thresholds`).
+    """
+    from advsim.bounds import gdp_epsilon
+
+    delta = check_delta("delta", delta)
+    hs = np.atleast_1d(np.asarray(thresholds, np.float64))
+    mus = np.empty_like(hs)
+    for i, h in enumerate(hs):
+        _, fpr, fnr = two_step_tradeoff(
+            noise_multiplier, batch_size, threshold=h, clip_norm=clip_norm, points=points
+        )
+        ok = (fpr >= min_rate) & (fnr >= min_rate)
+        mu = scipy.stats.norm.isf(fpr[ok]) - scipy.stats.norm.ppf(fnr[ok])
+        mus[i] = max(0.0, float(np.max(mu))) if mu.size else 0.0
+    eps = np.array([0.0 if m <= 0 else gdp_epsilon(delta, m) for m in mus])
+    return {"threshold": hs, "mu": mus, "eps": eps}
