@@ -15,10 +15,11 @@ minimum-$\alpha + \beta$ test between the two laws of $\theta_1$).
 
 Orientation. The paper writes $g_\phi = +BC$ if $\theta > h$, which with the descent sign
 of Eq. (3) would move a model above $h$ *down* by $C$ per step: the landscape would flip
-the model back across $h$ and forget the canary's side (the last-step audit then decays
-at every B; see `orientation="restore"` and its test). The adversary's intent, "the
-crafted gradient maximally biases subsequent steps" (Appendix F and its Figure 10/11: a
-loss that decreases away from $h$ on both sides), is the reinforcing orientation used by
+the model back across $h$ and forget the canary's side (`orientation="restore"`: with
+$10^6$ runs the GDP audit at T = 25 falls from 4.33 at T = 1 to 0.02 at $\sigma = 1$,
+B = 16, and to 0.005 at $\sigma = 4$, B = 1). The adversary's intent, "the crafted
+gradient maximally biases subsequent steps" (Appendix F and its Figure 10/11: a loss
+that decreases away from $h$ on both sides), is the reinforcing orientation used by
 default here: $g(\theta) = -BC$ if $\theta > h$ else $+BC$, so every step moves the model
 a further $C$ away from $h$ on the side it is on, while the noise of a step is only
 $\sigma C / B$: for $B \gg \sigma$ the side chosen at step 1 is kept forever and the last
