@@ -99,10 +99,12 @@ def plot(rows, summary, path_stem, trials):
 
     plt.rcParams.update({"font.size": 8, "savefig.dpi": 200})
     combos = [(s["noise_multiplier"], s["batch_size"]) for s in summary]
+    ncols = min(4, len(combos))
+    nrows = -(-len(combos) // ncols)
     fig, axes = plt.subplots(
-        1,
-        len(combos),
-        figsize=(2.3 * len(combos) + 0.4, 2.6),
+        nrows,
+        ncols,
+        figsize=(2.4 * ncols + 0.4, 2.2 * nrows + 0.6),
         squeeze=False,
         layout="constrained",
     )
@@ -122,7 +124,8 @@ def plot(rows, summary, path_stem, trials):
         ax.set_xlabel("threshold $h$")
         ax.set_ylim(bottom=0)
         ax.grid(True, color="0.9", lw=0.5)
-    axes.flat[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$, $T = 2$")
+    for row in axes:
+        row[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$, $T = 2$")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False)
     fig.suptitle(f"Algorithm 5 threshold search at T = 2 (GDP audit, {trials:,} runs/world)")
