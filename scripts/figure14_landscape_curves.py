@@ -5,13 +5,17 @@ version, Figure 3b on arXiv; `scripts/figure4_landscape.py`): one panel per
 sigma in {1, ..., 8}, the Gaussian-DP audit's eps_hat (`eps_lower`, 95%, delta = 1e-5)
 of the last model over T = 1..25 for each batch size B in {1, 2, 4, 8, 16}, and the
 accounting's epsilon (the canary is used once, unsampled: mu = 1/sigma GDP) as the
-theoretical line. `advsim.mechanisms.ThresholdLandscape` (reinforcing orientation,
-h* = C/2, C = 1) with `advsim.adversaries.ThresholdAdversary`, as one resumable sweep
-(`advsim.sweep.run_sweep`) with T as a grid axis: each T compiles once.
+theoretical line, and dotted, the exact eps(delta) of theta_T (grid-propagated laws,
+`advsim.mechanisms.landscape.landscape_epsilon_curve`), which the GDP audit exceeds when
+B is small (its Gaussian trade-off assumption fails there; for B >= 4 the exact value is
+that of a constant gradient with step 1/B). `advsim.mechanisms.ThresholdLandscape`
+(reinforcing orientation, h* = C/2, C = 1) with `advsim.adversaries.ThresholdAdversary`,
+as one resumable sweep (`advsim.sweep.run_sweep`) with T as a grid axis: each T compiles
+once.
 
 A cell here has the same id, hence the same seed and numbers, as the cell with the same
-(sigma, B, T) and runs in the Figure 4 panel (a) sweep (a sweep cell's seed depends only on its
-parameters), so the two figures agree where they overlap.
+(sigma, B, T) and runs in the Figure 4 panel (a) sweep (a sweep cell's seed depends only
+on its parameters), so the two figures agree where they overlap.
 
 Usage: python scripts/figure14_landscape_curves.py [--quick] [--out DIR] [--trials N]
        [--resume]
@@ -64,8 +68,9 @@ def plot(rows, sigmas, batches, path_stem, trials):
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(2.7 * ncols + 0.3, 2.4 * nrows + 0.6), squeeze=False
     )
+    exact = fig4.exact_curves(sigmas, batches, max(r["steps"] for r in rows))
     for i, (ax, sigma) in enumerate(zip(axes.flat, sigmas, strict=False)):
-        fig4.draw_curves(ax, rows, sigma, batches, legend=False)
+        fig4.draw_curves(ax, rows, sigma, batches, exact=exact, legend=False)
         if i % ncols:
             ax.set_ylabel("")
     for ax in list(axes.flat)[len(sigmas) :]:

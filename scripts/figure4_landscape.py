@@ -21,10 +21,13 @@ Both panels are sweeps (`advsim.sweep.run_sweep`, resumable, with provenance) of
 registered mechanism "landscape" and adversary "landscape-threshold"; T is a grid axis,
 so each T compiles once and every (sigma, B) reuses it.
 
-Caveat (see `advsim.mechanisms.landscape`): the GDP conversion assumes a Gaussian
-trade-off curve. For small B relative to sigma that fails: at T = 2, sigma = 1, B = 1 the
-exact eps(1e-5) of theta_2 is 2.94 while the GDP audit reports ~4.0. The ratios here are
-the paper's quantity (GDP audits), not bounds on the true epsilon.
+Beside the audits, the exact eps(delta) of the release theta_T (the laws propagated on a
+grid, `advsim.mechanisms.landscape.landscape_epsilon_curve`; dotted lines in panel (a),
+columns exact_t1/exact_t25/exact_ratio in the table). Caveat: the GDP conversion assumes
+a Gaussian trade-off curve, which fails when B is small relative to sigma: at sigma = 1,
+B = 1 the exact eps(1e-5) of theta_25 is 1.09, while the GDP audit reports ~3.9. The GDP
+ratios are the paper's quantity, not bounds on the true epsilon; the exact ratio is the
+true amplification of this landscape.
 
 Usage: python scripts/figure4_landscape.py [--quick] [--out DIR] [--trials N]
        [--replicates K] [--resume]
@@ -93,8 +96,9 @@ def run_heatmap(sigmas, batches, trials, replicates, out: Path, resume: bool) ->
     return run_sweep(_config("figure4b", trials, grid), out, resume=resume, progress=True)
 
 
-def heatmap_table(rows) -> list[dict]:
-    """Per (sigma, B): eps_hat at T = 1 and 25 and their ratio, for each replicate."""
+def heatmap_table(rows, exact=None) -> list[dict]:
+    """Per (sigma, B): eps_hat at T = 1 and 25 and their ratio, for each replicate; with
+    `exact` (from `exact_curves`), the exact eps of theta_1 and theta_25 and their ratio."""
     cells: dict = {}
     for r in rows:
         key = (float(r["noise_multiplier"]), int(r["batch_size"]))
@@ -124,7 +128,24 @@ def heatmap_table(rows) -> list[dict]:
                 "trials": first[1]["trials"],
             }
         )
+        if exact is not None:
+            curve = exact[(sigma, b)]
+            table[-1]["exact_t1"] = float(curve[0])
+            table[-1]["exact_t25"] = float(curve[24])
+            table[-1]["exact_ratio"] = float(curve[24] / curve[0])
     return table
+
+
+def exact_curves(sigmas, batches, last_step) -> dict:
+    """The exact eps(delta) of theta_T, T = 1..last_step, per (sigma, B)
+    (`advsim.mechanisms.landscape.landscape_epsilon_curve`: the grid-propagated laws)."""
+    from advsim.mechanisms.landscape import landscape_epsilon_curve
+
+    return {
+        (float(s), int(b)): landscape_epsilon_curve(DELTA, last_step, float(s), int(b))
+        for s in sigmas
+        for b in batches
+    }
 
 
 def _pyplot():
@@ -144,8 +165,9 @@ def _pyplot():
     return plt
 
 
-def draw_curves(ax, rows, sigma, batches, *, legend=True):
-    """eps_hat over T, one line per B, and the accounting's epsilon, on `ax`."""
+def draw_curves(ax, rows, sigma, batches, *, exact=None, legend=True):
+    """eps_hat over T, one line per B, and the accounting's epsilon, on `ax`; with
+    `exact` (from `exact_curves`), the exact eps of theta_T as a dotted line per B."""
     import matplotlib as mpl
 
     colors = mpl.colormaps["viridis"].resampled(len(batches) + 1)
@@ -162,8 +184,18 @@ def draw_curves(ax, rows, sigma, batches, *, legend=True):
             color=colors(i),
             label=f"B = {b}",
         )
+        if exact is not None and (float(sigma), b) in exact:
+            curve = exact[(float(sigma), b)]
+            ax.plot(
+                range(1, len(curve) + 1),
+                curve,
+                linestyle=":",
+                linewidth=1.0,
+                color=colors(i),
+                label="exact $\\varepsilon(\\delta)$ of $\\theta_T$" if i == 0 else None,
+            )
     ax.set_xlabel("steps $T$")
-    ax.set_ylabel(r"$\hat\varepsilon$ (GDP audit) at $\delta = 10^{-5}$")
+    ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$ (lines: GDP audit)")
     ax.set_ylim(0, 1.08 * comp)
     ax.grid(True, color="0.9", linewidth=0.6)
     ax.set_title(rf"$\sigma = {sigma:g}$", fontsize=8)
@@ -171,13 +203,13 @@ def draw_curves(ax, rows, sigma, batches, *, legend=True):
         ax.legend(frameon=False, fontsize=6, loc="best")
 
 
-def plot_curves(rows, sigmas, batches, path_stem, trials):
+def plot_curves(rows, sigmas, batches, path_stem, trials, exact=None):
     from advsim.plotting import save_figure
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(sigmas), figsize=(3.0 * len(sigmas) + 0.4, 2.8))
     for ax, sigma in zip(list(axes), sigmas, strict=True):
-        draw_curves(ax, rows, sigma, batches)
+        draw_curves(ax, rows, sigma, batches, exact=exact)
     fig.suptitle(
         rf"(a) $A_S^{{h^*}}$, $h^* = C/2$, last model only; {trials:,} runs/world",
         fontsize=8,
@@ -232,10 +264,11 @@ def main(argv=None) -> None:
     ctable = [{k: r[k] for k in cols} for r in curves]
     write_csv(out / "figure4_curves.csv", ctable, cols)
     write_json(out / "figure4_curves.json", {"columns": cols, "rows": ctable})
-    paths = plot_curves(curves, curve_sigmas, batches, out / "figure4a", trials)
+    exact = exact_curves(sigmas, batches, max(max(steps), 25))
+    paths = plot_curves(curves, curve_sigmas, batches, out / "figure4a", trials, exact)
 
     rows = run_heatmap(sigmas, batches, trials, replicates, out / "sweep_b", args.resume)
-    table = heatmap_table(rows)
+    table = heatmap_table(rows, exact)
     hcols = list(table[0])
     write_csv(out / "figure4_heatmap.csv", table, hcols)
     write_json(out / "figure4_heatmap.json", {"columns": hcols, "rows": table})
@@ -244,13 +277,14 @@ def main(argv=None) -> None:
     print(f"\nGDP audit, delta = {DELTA}, {trials} runs per world, {replicates} replicate(s)")
     print(
         f"{'sigma':>5} {'B':>3} {'eps(T=1)':>9} {'eps(T=25)':>9} {'ratio':>6} "
-        f"{'ratio range':>13} {'accounting':>10}"
+        f"{'ratio range':>13} {'accounting':>10} {'exact(25)':>9} {'exact ratio':>11}"
     )
     for r in table:
         print(
             f"{r['noise_multiplier']:5g} {r['batch_size']:3d} {r['eps_lower_t1']:9.3f} "
             f"{r['eps_lower_t25']:9.3f} {r['ratio']:6.3f} "
-            f"{r['ratio_min']:6.3f}-{r['ratio_max']:<6.3f} {r['composition']:10.3f}"
+            f"{r['ratio_min']:6.3f}-{r['ratio_max']:<6.3f} {r['composition']:10.3f} "
+            f"{r['exact_t25']:9.3f} {r['exact_ratio']:11.3f}"
         )
     print("wrote", ", ".join(str(p) for p in paths), f"({time.perf_counter() - start:.0f} s)")
 
