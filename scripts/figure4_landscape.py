@@ -207,9 +207,12 @@ def plot_curves(rows, sigmas, batches, path_stem, trials, exact=None):
     from advsim.plotting import save_figure
 
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(sigmas), figsize=(3.0 * len(sigmas) + 0.4, 2.8))
+    fig, axes = plt.subplots(1, len(sigmas), figsize=(3.0 * len(sigmas) + 0.4, 3.3), squeeze=False)
+    axes = axes[0]
     for ax, sigma in zip(list(axes), sigmas, strict=True):
-        draw_curves(ax, rows, sigma, batches, exact=exact)
+        draw_curves(ax, rows, sigma, batches, exact=exact, legend=False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False)
     fig.suptitle(
         rf"(a) $A_S^{{h^*}}$, $h^* = C/2$, last model only; {trials:,} runs/world",
         fontsize=8,
