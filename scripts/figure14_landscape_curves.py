@@ -33,7 +33,7 @@ from pathlib import Path
 SIGMAS = (1, 2, 3, 4, 5, 6, 7, 8)
 BATCHES = (1, 2, 4, 8, 16)
 STEPS = tuple(range(1, 26))
-QUICK = {"sigmas": (1, 4, 8), "batches": (1, 4, 16), "steps": (1, 2, 5, 10, 25)}
+QUICK = {"sigmas": (1, 4, 8), "batches": (1, 4, 16), "steps": (1, 5, 25)}
 
 
 def _figure4():
@@ -88,7 +88,7 @@ def plot(rows, sigmas, batches, path_stem, trials):
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 sigmas, 3 B, 5 T, 2e4 runs")
+    parser.add_argument("--quick", action="store_true", help="3 sigmas, 3 B, 3 T, 2e4 runs")
     parser.add_argument("--out", default="advsim-results/figure14", help="output folder")
     parser.add_argument("--trials", type=int, default=None, help="runs per world (default 1e6)")
     parser.add_argument("--resume", action="store_true", help="continue a sweep in --out")
