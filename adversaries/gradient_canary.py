@@ -77,10 +77,11 @@ class BiasedCoordinate(AbstractAdversary):
         [0.0, 0.0, 1.0, 0.0]
     """
 
-    coordinate: int = eqx.field(static=True)
+    # A 0-d integer array, traced: scoring every coordinate of a model compiles once.
+    coordinate: np.ndarray
 
     def __init__(self, coordinate: int):
-        self.coordinate = check_int("coordinate", coordinate, minimum=0)
+        self.coordinate = np.asarray(check_int("coordinate", coordinate, minimum=0), np.int32)
 
     @classmethod
     def random(cls, dim: int, *, seed: int) -> BiasedCoordinate:
@@ -90,9 +91,10 @@ class BiasedCoordinate(AbstractAdversary):
 
     def craft(self, mechanism: AbstractMechanism) -> AbstractMechanism:
         dim = _check_craftable(mechanism, "BiasedCoordinate")
-        if self.coordinate >= dim:
-            raise ValueError(f"coordinate must be in [0, {dim - 1}], got {self.coordinate}")
-        return mechanism.with_direction(self.coordinate)
+        j = int(self.coordinate)
+        if j >= dim:
+            raise ValueError(f"coordinate must be in [0, {dim - 1}], got {j}")
+        return mechanism.with_direction(j)
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
         return _displacement(mechanism, release)[self.coordinate]
