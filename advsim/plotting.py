@@ -499,7 +499,7 @@ def plot_tradeoff_panels(
             `(label, alpha, beta, style)` with `style` a dict of matplotlib line options
             (e.g. `{"color": "0.0", "linestyle": "-"}`; `{"marker": "."}` for observations).
         path_stem: output path without extension; writes .png and .pdf.
-        log: log-log axes (the small-FPR region where large epsilons live), else linear.
+        log: a log FPR axis (the small-FPR region where large epsilons live), else linear.
 
     Returns:
         The written paths.
@@ -512,14 +512,13 @@ def plot_tradeoff_panels(
     for ax, panel in zip(axes[0], panels, strict=True):
         for label, alpha, beta, style in panel["curves"]:
             alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
-            ok = (alpha > 0) & (beta > 0) if log else np.isfinite(alpha) & np.isfinite(beta)
+            ok = (alpha > 0) if log else np.isfinite(alpha) & np.isfinite(beta)
             ax.plot(alpha[ok], beta[ok], label=label, **dict(style))
         if log:
             ax.set_xscale("log")
-            ax.set_yscale("log")
         else:
             ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1)
+        ax.set_ylim(0, 1)
         ax.set_xlabel(r"FPR $\alpha$")
         ax.set_ylabel(r"FNR $\beta$")
         ax.set_title(panel.get("title", ""), fontsize=8)
@@ -539,8 +538,8 @@ def plot_eps_emp_vs_eps(
     Args:
         panels: one mapping per panel with keys `title` and `rows`; each row has
             `eps` (theoretical), `eps_point_mean`, `eps_point_sd` (over repetitions;
-            error bars are +-2 sd as in the paper), and optionally `eps_lower_mean` and
-            `heuristic`.
+            error bars are +-2 sd as in the paper), and optionally `eps_held_out_mean`,
+            `eps_held_out_sd`, `eps_lower_mean` and `heuristic`.
         path_stem: output path without extension; writes .png and .pdf.
 
     Returns:
@@ -567,6 +566,14 @@ def plot_eps_emp_vs_eps(
             linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
             capsize=3, label=r"$\varepsilon_{emp}$ (point, $\pm 2$ sd)",
         )
+        if _has(rows, "eps_held_out_mean"):
+            ax.errorbar(
+                eps + 0.012 * top,
+                [_number(r["eps_held_out_mean"]) for r in rows],
+                yerr=[2 * _number(r.get("eps_held_out_sd", 0.0)) for r in rows],
+                linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
+                capsize=3, label=r"$\varepsilon_{emp}$ (held-out rates, $\pm 2$ sd)",
+            )
         if _has(rows, "eps_lower_mean"):
             ax.plot(eps, [_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
                     marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)")

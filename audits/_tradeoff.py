@@ -19,7 +19,8 @@ the grid $\hat\varepsilon \in \{0.5, 0.6, \ldots, 20\}$. An observation $(\alpha
   maximum over thousands of noisy thresholds (measured on exact Gaussian scores, 10^5
   runs per world: +160% at eps = 1, +50% at eps = 4 with `min_count=1`; +20-60% and +5%
   with 50), so `extras["eps_point_held_out"]` also reports the same rule on the raw
-  held-out rates at the thresholds chosen on the other half (no maximum over thresholds).
+  held-out rates at the thresholds chosen on the other half (no maximum over thresholds;
+  None when those thresholds have fewer than `min_count` errors of a kind).
 - `eps_lower` is a rigorous lower bound (default): the LARGEST grid $\hat\varepsilon$
   whose violation is certified, 0 if none. Each world is split in two halves at random;
   on the first, the audit picks the `num_thresholds` thresholds that certify the
@@ -302,8 +303,10 @@ class TradeoffAudit(eqx.Module):
         best = int(np.argmax(search.curve(sigma_rank)(alpha_up) - beta_up))
         # Raw rates at the same held-out thresholds: an estimate without the upward bias
         # of the maximum over every threshold that the paper's rule carries.
-        held = search.boundary(fp_h / c_out.size, fn_h / c_in.size)
-        eps_held = search.smallest_not_violated(held)
+        # (Only thresholds with min_count errors of each kind: a raw rate of 0 is no rate.)
+        ok = (fp_h >= self.min_count) & (fn_h >= self.min_count)
+        held = search.boundary(fp_h[ok] / c_out.size, fn_h[ok] / c_in.size)
+        eps_held = search.smallest_not_violated(held) if np.any(ok) else None
 
         extras = {
             "assumption": self.assumption,
@@ -312,7 +315,7 @@ class TradeoffAudit(eqx.Module):
             "eps_point_boundary": float(point["eps_ok"]),
             "eps_lower_boundary": float(lower["eps_bad"]),
             "eps_point_held_out": eps_held,
-            "eps_point_held_out_boundary": float(held["eps_ok"]),
+            "eps_point_held_out_boundary": float(held["eps_ok"]) if np.any(ok) else None,
             "sigma_boundary_point": point["sigma_ok"],
             "sigma_boundary_lower": lower["sigma_bad"],
             "bisection_steps": int(point["iterations"] + lower["iterations"]),

@@ -22,7 +22,8 @@ it stay sound.
 Cost and accuracy (measured on this machine, $T = 1024$, $q = 0.01$, $\sigma = 1.43$,
 i.e. $\varepsilon = 1$ at $\delta = 10^{-5}$): building the PLD takes 0.05 s at the
 default `value_discretization_interval = 1e-3` and 0.3 s at 1e-4, reading the profile
-0.08 s and 0.8 s; the two curves differ by less than 1e-3 in $\beta$ at every $\alpha$
+(4001 epsilons, numpy suffix sums, 1e-3 s; dp_accounting's own loop takes 0.4 s) and
+building the envelope 0.02 s; the two curves differ by less than 1e-3 in $\beta$ at every $\alpha$
 (`tests/advsim/test_bounds_tradeoff.py` checks 2e-3) and the composition epsilon by 1e-3.
 Curves are cached per (q, sigma, number of steps, discretization).
 
@@ -208,9 +209,36 @@ def composition_pld(
     return _pld(q, sigma, n, vdi)
 
 
+def _pmf_deltas(pmf, epsilons: np.ndarray) -> np.ndarray:
+    r"""delta(eps) of one direction's PLD pmf at sorted `epsilons`, vectorised.
+
+    The formula of dp_accounting's `_get_delta_for_epsilon_vectorized`,
+    $\delta(\varepsilon) = m_\infty + \sum_{l_j > \varepsilon} p_j
+    (1 - e^{\varepsilon - l_j})$, with numpy suffix sums instead of its Python loop
+    (which takes 0.5 s for 4000 epsilons); falls back to it for a non-dense pmf.
+    """
+    try:
+        probs = np.asarray(pmf._probs, np.float64)
+        losses = (pmf._lower_loss + np.arange(probs.size)) * pmf._discretization
+        inf_mass = float(pmf._infinity_mass)
+    except AttributeError:
+        return np.asarray(pmf.get_delta_for_epsilon(epsilons), np.float64)
+    # Suffix sums of p_j and p_j e^{m - l_j} (shifted by the largest loss m: no overflow).
+    top = losses[-1]
+    upper = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])
+    lower = np.concatenate([np.cumsum((probs * np.exp(top - losses))[::-1])[::-1], [0.0]])
+    first = np.searchsorted(losses, epsilons, side="right")  # first loss > eps
+    deltas = inf_mass + upper[first] - np.exp(epsilons - top) * lower[first]
+    return np.clip(deltas, inf_mass, 1.0)
+
+
 @functools.lru_cache(maxsize=256)
 def _curve(q: float, sigma: float, n: int, vdi: float) -> TradeoffCurve:
-    deltas = np.asarray(_pld(q, sigma, n, vdi).get_delta_for_epsilon(PROFILE_EPSILONS))
+    pld = _pld(q, sigma, n, vdi)
+    deltas = np.maximum(
+        _pmf_deltas(pld._pmf_remove, PROFILE_EPSILONS),
+        _pmf_deltas(pld._pmf_add, PROFILE_EPSILONS),
+    )
     return TradeoffCurve.from_profile(PROFILE_EPSILONS, np.clip(deltas, 0.0, 1.0))
 
 
@@ -241,7 +269,7 @@ def composition_tradeoff_curve(
     Example:
         >>> f = composition_tradeoff_curve(1, 1.0, 1.0)  # one Gaussian: G_1
         >>> round(float(f(0.1)), 3), round(float(gdp_tradeoff(0.1, 1.0)), 3)
-        (0.612, 0.612)
+        (0.611, 0.611)
     """
     _, q, sigma, n = _check_steps(steps, sampling_prob, noise_multiplier, canary_steps)
     vdi = check_positive("value_discretization_interval", value_discretization_interval)

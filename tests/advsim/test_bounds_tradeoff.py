@@ -99,3 +99,14 @@ def test_bad_inputs():
         composition_tradeoff_curve(10, 0.1, -1.0)
     with pytest.raises(ValueError, match="deltas"):
         TradeoffCurve.from_profile([0.0], [2.0])
+
+
+@pytest.mark.parametrize("args", [(1024, 0.01, 1.43), (10, 1.0, 0.8), (100, 0.1, 0.84)])
+def test_vectorised_profile_matches_dp_accounting(args):
+    # Our suffix-sum delta(eps) against dp_accounting's own get_delta_for_epsilon.
+    from advsim.bounds._tradeoff import PROFILE_EPSILONS, _pmf_deltas
+
+    pld = composition_pld(*args)
+    eps = PROFILE_EPSILONS[::10]
+    ours = np.maximum(_pmf_deltas(pld._pmf_remove, eps), _pmf_deltas(pld._pmf_add, eps))
+    np.testing.assert_allclose(ours, pld.get_delta_for_epsilon(eps), rtol=1e-12, atol=1e-15)
