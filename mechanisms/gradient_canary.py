@@ -133,6 +133,7 @@ class GradientCanary(AbstractMechanism):
         ValueError: any argument outside its range (the message names it).
 
     Example:
+        >>> from advsim import CanarySchedule
         >>> mech = GradientCanary(steps=50, sampling_prob=0.1, noise_multiplier=1.0, dim=4,
         ...     canary_schedule=CanarySchedule.every(5, first=5, sampled=False))
         >>> mech.accounting().num_canary_steps

@@ -148,6 +148,42 @@ def test_gaussian_data_is_linear_process_with_data():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("batching", ["fixed", "poisson"])
+def test_gaussian_data_shift_is_public_and_variance_is_sampling(batching):
+    # Constant per-example gradients g_i (clipped to C by the engine): per step the data add
+    # sum_i b_i g_ij with b_i = 1 (fixed batch) or Bernoulli(q) (Poisson). So coordinate j
+    # moves by -eta T q' sum_i g_ij in both worlds (q' = 1 or q: a public shift, which a
+    # threshold test ignores) plus, under Poisson sampling, a variance
+    # eta^2 T q (1 - q) sum_i g_ij^2 on top of the noise's eta^2 T sigma^2 C^2.
+    steps, q, j = 10, 0.3, 1
+    mech = GradientCanary(
+        steps,
+        q,
+        SIGMA,
+        clip_norm=C,
+        learning_rate=LR,
+        dim=3,
+        canary_direction=j,
+        data="gaussian",
+        num_examples=12,
+        scale=3.0,
+        data_seed=4,
+        batching=batching,
+    )
+    g = np.asarray(advsim.clip_gradients(jnp.asarray(mech.features), C), np.float64)[:, j]
+    rate = 1.0 if batching == "fixed" else q
+    shift = -LR * steps * rate * g.sum()
+    var = LR**2 * steps * (SIGMA**2 * C**2 + rate * (1 - rate) * np.sum(g**2))
+    for canary_in in (True, False):
+        keys = jax.random.split(jax.random.key(30 + canary_in), 10_000)
+        out = jax.vmap(lambda kk, b=canary_in: advsim.run_mechanism(mech, b, key=kk))(keys)
+        x = np.asarray(out[:, j], np.float64)
+        mean = shift + LR * steps * C * canary_in
+        assert abs(x.mean() - mean) <= 5 * math.sqrt(var / x.size), (x.mean(), mean)
+        # Poisson: Bernoulli sums are not normal, so the variance's SE gets a 1.5x margin.
+        assert abs(x.var(ddof=1) - var) <= 5 * 1.5 * var * math.sqrt(2 / x.size)
+
+
 def test_logistic_gradients_are_autodiff_gradients():
     mech = GradientCanary(5, 0.1, 1.0, dim=6, data="logistic", num_examples=40, data_seed=3)
     model = jax.random.normal(jax.random.key(0), (6,))
