@@ -130,7 +130,7 @@ def test_accounting_counts_only_insertion_steps(k):
 
 
 def test_gaussian_data_is_linear_process_with_data():
-    kwargs = dict(dim=4, num_examples=30, scale=3.0, data_seed=7)
+    kwargs = dict(dim=3, num_examples=10, scale=3.0, data_seed=7)
     ours = GradientCanary(12, 0.2, SIGMA, data="gaussian", canary_direction=2, **kwargs)
     ref = LinearProcess.with_data(
         12,
@@ -141,7 +141,7 @@ def test_gaussian_data_is_linear_process_with_data():
         canary_schedule=CanarySchedule.every_step(sampled=False),
     )
     np.testing.assert_array_equal(ours.features, ref.other_gradients)
-    keys = jax.random.split(jax.random.key(5), 64)
+    keys = jax.random.split(jax.random.key(5), 16)
     for canary_in in (True, False):
         a = jax.vmap(lambda kk, b=canary_in: advsim.run_mechanism(ours, b, key=kk))(keys)
         b = jax.vmap(lambda kk, b=canary_in: advsim.run_mechanism(ref, b, key=kk))(keys)
@@ -155,7 +155,7 @@ def test_gaussian_data_shift_is_public_and_variance_is_sampling(batching):
     # moves by -eta T q' sum_i g_ij in both worlds (q' = 1 or q: a public shift, which a
     # threshold test ignores) plus, under Poisson sampling, a variance
     # eta^2 T q (1 - q) sum_i g_ij^2 on top of the noise's eta^2 T sigma^2 C^2.
-    steps, q, j = 10, 0.3, 1
+    steps, q, j = 6, 0.3, 1
     mech = GradientCanary(
         steps,
         q,
@@ -165,7 +165,7 @@ def test_gaussian_data_shift_is_public_and_variance_is_sampling(batching):
         dim=3,
         canary_direction=j,
         data="gaussian",
-        num_examples=12,
+        num_examples=8,
         scale=3.0,
         data_seed=4,
         batching=batching,
