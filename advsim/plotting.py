@@ -553,7 +553,11 @@ def plot_eps_emp_vs_eps(
     for ax, panel in zip(axes[0], panels, strict=True):
         rows = sorted(panel["rows"], key=lambda r: _number(r["eps"]))
         eps = np.array([_number(r["eps"]) for r in rows])
-        top = max([eps.max()] + [_number(r.get("eps_point_mean")) for r in rows]) * 1.08
+        top = 1.08 * max(
+            [eps.max()]
+            + [_number(r.get("eps_point_mean")) + 2 * _number(r.get("eps_point_sd", 0.0))
+               for r in rows]
+        )
         ax.plot([0, top], [0, top], color="0.0", linestyle="-", linewidth=0.8,
                 label=r"$\varepsilon_{emp} = \varepsilon$ (composition)")
         if _has(rows, "heuristic"):
