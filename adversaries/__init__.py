@@ -1,8 +1,18 @@
 """Adversaries: one file per family (projection / likelihood-ratio scores, canaries, ...)."""
 
+from advsim.adversaries.gradient_canary import (
+    BiasedCoordinate,
+    RandomDirection,
+    SimulatedBiasedDimension,
+)
 from advsim.adversaries.history import CoordinateLikelihoodRatio
+from advsim.adversaries.landscape import ThresholdAdversary, ThresholdSearch, threshold_search
+from advsim.adversaries.likelihood_encoding import LikelihoodSumDecoder
 from advsim.adversaries.projection import LikelihoodRatioScore, ProjectionScore
 from advsim.adversaries.repeaters import RepeaterDecoder
 
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
 __all__ += ["CoordinateLikelihoodRatio", "RepeaterDecoder"]
+__all__ += ["LikelihoodSumDecoder"]
+__all__ += ["ThresholdAdversary", "ThresholdSearch", "threshold_search"]
+__all__ += ["BiasedCoordinate", "RandomDirection", "SimulatedBiasedDimension"]

@@ -228,10 +228,96 @@ def _llr():
     return LikelihoodRatioScore()
 
 
+def _landscape(
+    steps: int,
+    noise_multiplier: float,
+    *,
+    batch_size: int = 1,
+    threshold: float | None = None,
+    clip_norm: float = 1.0,
+    orientation: str = "reinforce",
+):
+    """`ThresholdLandscape` (Eq. (3) of arXiv:2405.14457): canary at step 1, batch B."""
+    from advsim.mechanisms import ThresholdLandscape
+
+    return ThresholdLandscape(
+        steps, noise_multiplier, batch_size, threshold=threshold, clip_norm=clip_norm,
+        orientation=orientation,
+    )
+
+
+def _threshold(threshold: float | None = None):
+    from advsim.adversaries import ThresholdAdversary
+
+    return ThresholdAdversary(threshold)
+
+
+def _gradient_canary(
+    steps: int,
+    sampling_prob: float,
+    noise_multiplier: float,
+    *,
+    clip_norm: float = 1.0,
+    learning_rate: float = 1.0,
+    dim: int = 10,
+    period: int = 1,
+    canary_sampled: bool = False,
+    batching: str = "poisson",
+    data: str = "zero",
+    num_examples: int = 100,
+    copies: int = 1,
+    scale: float = 1.0,
+    spread: float = 100.0,
+    data_seed: int = 0,
+):
+    """`GradientCanary` (arXiv:2405.14457): crafted gradient at steps k, 2k, ... (k = period)."""
+    from advsim._mechanism import CanarySchedule
+    from advsim.mechanisms import GradientCanary
+
+    return GradientCanary(
+        steps, sampling_prob, noise_multiplier, clip_norm=clip_norm,
+        learning_rate=learning_rate, dim=dim, batching=batching, data=data,
+        canary_schedule=CanarySchedule.every(period, first=period, sampled=canary_sampled),
+        num_examples=num_examples, copies=copies, scale=scale, spread=spread,
+        data_seed=data_seed,
+    )
+
+
+def _biased_coordinate(coordinate: int | None = None, seed: int = 0, dim: int | None = None):
+    """`BiasedCoordinate(coordinate)`, or Algorithm 2's random one given `dim` and `seed`."""
+    from advsim.adversaries import BiasedCoordinate
+
+    if coordinate is None:
+        if dim is None:
+            raise ValueError("biased-coordinate needs `coordinate`, or `dim` for a random one")
+        return BiasedCoordinate.random(dim, seed=seed)
+    return BiasedCoordinate(coordinate)
+
+
+def _random_direction(seed: int = 0, statistic: str = "cosine"):
+    from advsim.adversaries import RandomDirection
+
+    return RandomDirection(seed, statistic)
+
+
+def _simulated_biased_dimension(
+    simulation: str = "noiseless", rank: str = "per_step", runs: int = 4, seed: int = 0
+):
+    from advsim.adversaries import SimulatedBiasedDimension
+
+    return SimulatedBiasedDimension(simulation, rank, runs, seed)
+
+
 register_mechanism("linear", _linear)
 register_mechanism("linear-data", _linear_data)
+register_mechanism("landscape", _landscape)
 register_adversary("projection", _projection)
 register_adversary("llr", _llr)
+register_mechanism("gradient-canary", _gradient_canary)
+register_adversary("biased-coordinate", _biased_coordinate)
+register_adversary("random-direction", _random_direction)
+register_adversary("simulated-biased-dimension", _simulated_biased_dimension)
+register_adversary("landscape-threshold", _threshold)
 
 
 def _parameters(build: Callable[..., Any]) -> tuple[list[str], bool]:

@@ -12,6 +12,11 @@ confidence `confidence`). The methods differ in the privacy statement they read 
   last-iterate heuristic's family, reported as its heuristic eps (Steinke et al.,
   arXiv:2410.06186, Section 3.1).
 
+`TradeoffAudit` (Algorithm 2 of Annamalai 2024, "It's Our Loss") instead compares the
+whole observed FPR-FNR curve with the trade-off curves of DP-SGD with composition on a grid
+of epsilons; its `eps_point` is the paper's estimate, its `eps_lower` a held-out
+Clopper-Pearson bound.
+
 With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
 the rates counted on the other half, so `eps_lower` is a rigorous bound under the
 method's assumption; `"same"` reproduces the papers' practice and is marked optimistic.
@@ -23,6 +28,7 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
+from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
 __all__ = [
     "AUDITS",
@@ -31,6 +37,10 @@ __all__ = [
     "EpsDeltaAudit",
     "GaussianDPAudit",
     "HeuristicFamilyAudit",
+    "PAPER_EPS_GRID",
+    "TradeoffAudit",
     "audit",
     "get_audit",
+    "observed_tradeoff",
+    "tradeoff_audit",
 ]

@@ -10,6 +10,7 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
+from ._tradeoff import TradeoffAudit
 
 __all__ = ["AUDITS", "audit", "get_audit"]
 
@@ -17,6 +18,7 @@ AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
     "eps_delta": EpsDeltaAudit,
     "family": HeuristicFamilyAudit,
+    "tradeoff": TradeoffAudit,
 }
 
 
@@ -25,7 +27,8 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
 
     Args:
         name: one of `"gdp"` (`GaussianDPAudit`), `"eps_delta"` (`EpsDeltaAudit`),
-            `"family"` (`HeuristicFamilyAudit`).
+            `"family"` (`HeuristicFamilyAudit`), `"tradeoff"` (`TradeoffAudit`, Algorithm
+            2 of Annamalai 2024; needs `accounting`).
         **kwargs: the audit's fields (`confidence`, `threshold_selection`, `seed`,
             `min_count`).
 
@@ -43,6 +46,16 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
         raise ValueError(
             f"unknown audit method {name!r}; valid methods are {sorted(AUDITS)}"
         ) from None
+    if cls is TradeoffAudit:
+        # Its eps_lower is always certified on held-out runs, and its point estimate has
+        # its own min_count (1, the paper's): the threshold-audit knobs do not apply.
+        selection = kwargs.pop("threshold_selection", "split")
+        if selection != "split":
+            raise ValueError(
+                f"threshold_selection must be 'split' for the tradeoff audit (its eps_lower "
+                f"is always certified on held-out runs), got {selection!r}"
+            )
+        kwargs.pop("min_count", None)
     return cls(**kwargs)
 
 
@@ -64,7 +77,8 @@ def audit(
         method: `"gdp"`, `"eps_delta"` or `"family"`; see the classes for what each
             assumes and when its `eps_lower` is a rigorous bound.
         delta: the DP delta, in (0, 1).
-        accounting: the run's public parameters; required by `"family"`.
+        accounting: the run's public parameters; required by `"family"` and
+            `"tradeoff"`.
         confidence: c in (0.5, 1).
         threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
         seed: seed for the split.

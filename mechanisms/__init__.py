@@ -1,6 +1,16 @@
 """Mechanisms: one file per construction; a new counterexample is a new file here."""
 
+from advsim.mechanisms.gradient_canary import GradientCanary, logistic_dataset
 from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
+from advsim.mechanisms.landscape import (
+    ThresholdLandscape,
+    landscape_epsilon,
+    landscape_epsilon_curve,
+    two_step_density,
+    two_step_epsilon,
+    two_step_gdp_curve,
+)
+from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.regularizers import (
     QuadraticRegularizer,
@@ -12,12 +22,17 @@ from advsim.mechanisms.repeaters import MaliciousRepeaters, repeaters_epsilon
 
 __all__ = ["LinearProcess"]
 __all__ += [
+    "GradientCanary",
     "HistoryRegularizer",
+    "LikelihoodEncodingLoss",
     "MaliciousRepeaters",
     "QuadraticRegularizer",
     "ZeroingRegularizer",
     "history_epsilon",
+    "logistic_dataset",
     "nonmonotone_heuristic_parameters",
     "quadratic_exact_epsilon",
     "repeaters_epsilon",
 ]
+__all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve"]
+__all__ += ["two_step_density", "two_step_epsilon", "two_step_gdp_curve"]

@@ -42,7 +42,7 @@ raise the leakage above composition. The wraps matter in the tails that set epsi
 at q = 0.1, T = 100, eps = 2 (sigma = 2.25, so the paper's rule gives s = 10 and a step
 wraps with probability ~2.6%) the trade-off audit of 10^5 runs per world gives a held-out
 estimate of 1.4 and a certified 1.2 with s = 10, but 2.1 and 1.8 with `scale=100`
-(measured); a scale with $s/2 \ge 1 + 3\sigma$ avoids this.
+(measured); `scale="wrap_free"` ($s/2 \ge 1 + 4\sigma$) avoids this.
 
 Float64 is required (`requires_x64`): the group count $|D| = 10^{10}$ does not fit in
 int32 (the engine draws int64 counts under x64), and float32's 24-bit mantissa holds
@@ -77,21 +77,32 @@ _X64_MESSAGE = (
 )
 
 
-def encoding_scale(noise_multiplier: float) -> float:
-    r"""The paper's $s$: the closest power of ten above $3\sigma$ (Section 4.2).
+def encoding_scale(noise_multiplier: float, rule: str = "paper") -> float:
+    r"""The encoding scale $s$ (a power of ten) for noise multiplier $\sigma$.
 
-    Strictly above: $s = 10^{\lfloor \log_{10} 3\sigma \rfloor + 1}$, so $|v| < s/2$
-    whenever the step's value lies within $1.5\sigma$-$15\sigma$ of 0 (depending on where
-    $3\sigma$ falls between powers of ten).
+    - `"paper"`: the closest power of ten above $3\sigma$ (Section 4.2), strictly above:
+      $s = 10^{\lfloor \log_{10} 3\sigma \rfloor + 1}$. A step decodes correctly while
+      $|v| < s/2$, which this rule does not guarantee: at $\sigma = 2.25$ it gives
+      $s = 10$ and about 2.6% of the canary's steps wrap (see the module docstring).
+    - `"wrap_free"`: the smallest power of ten with $s/2 \ge 1 + 4\sigma$, so a step
+      wraps with probability $< 3.2 \cdot 10^{-5}$. A larger s also multiplies the
+      batch-size fluctuation term $(n_t/N - 1)\,\mathrm{enc}$ by 10, so it is not
+      free either; it equals the paper's s whenever $1 + 4\sigma < s_{paper}/2$.
 
     Example:
         >>> encoding_scale(1.0), encoding_scale(0.5), encoding_scale(4.0)
         (10.0, 10.0, 100.0)
+        >>> encoding_scale(2.25), encoding_scale(2.25, "wrap_free")
+        (10.0, 100.0)
     """
     sigma = float(noise_multiplier)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier!r}")
-    return 10.0 ** (math.floor(math.log10(3.0 * sigma)) + 1)
+    if rule == "paper":
+        return 10.0 ** (math.floor(math.log10(3.0 * sigma)) + 1)
+    if rule == "wrap_free":
+        return 10.0 ** math.ceil(math.log10(2.0 * (1.0 + 4.0 * sigma)))
+    raise ValueError(f"rule must be 'paper' or 'wrap_free', got {rule!r}")
 
 
 def step_log_likelihood_ratio(v, sampling_prob, noise_multiplier):
@@ -121,7 +132,8 @@ class LikelihoodEncodingLoss(AbstractMechanism):
         noise_multiplier: sigma > 0.
         dataset_size: |D|, the number of zeros (default 10^10, the paper's "10B").
         decimals: d, the decimals of L(v) kept per step (default 2, the paper's).
-        scale: s, a power of ten (default `encoding_scale(sigma)`, the paper's rule).
+        scale: s, a power of ten, or a rule of `encoding_scale`: "paper" (default, the
+            paper's: the closest power of ten above 3 sigma) or "wrap_free".
         clip_norm: C; must be 1 (the construction's units, Section 4: eta = C = 1).
         learning_rate: eta; must be 1.
 
@@ -160,7 +172,7 @@ class LikelihoodEncodingLoss(AbstractMechanism):
         *,
         dataset_size: int = 10**10,
         decimals: int = 2,
-        scale: float | None = None,
+        scale: float | str = "paper",
         clip_norm: float = 1.0,
         learning_rate: float = 1.0,
     ):
@@ -193,8 +205,8 @@ class LikelihoodEncodingLoss(AbstractMechanism):
             raise RuntimeError(_X64_MESSAGE.format(dataset_size=dataset_size))
         self.decimals = check_int("decimals", decimals, minimum=0, maximum=6)
         sigma = float(self.noise_multiplier)
-        if scale is None:
-            scale = encoding_scale(sigma)
+        if isinstance(scale, str):
+            scale = encoding_scale(sigma, scale)
         scale = float(scale)
         if not (scale > 0 and math.isclose(10 ** round(math.log10(scale)), scale)):
             raise ValueError(f"scale must be a positive power of ten, got {scale!r}")

@@ -67,8 +67,8 @@ def run_setting(sigma, q, steps, trials, seed) -> dict:
         linear=linear_loss_tradeoff(grid, steps, q, sigma),
         eps_composition=composition_epsilon(DELTA, steps, q, sigma),
         eps_heuristic=heuristic_epsilon(DELTA, steps, q, sigma),
-        eps_point=result.eps_point,
-        eps_held_out=result.extras["eps_point_held_out"] or float("nan"),
+        eps_point=result.extras["eps_algorithm2"],
+        eps_held_out=result.eps_point,
         eps_lower=result.eps_lower,
         simulate_s=sim_s,
     )

@@ -39,7 +39,9 @@ SETTINGS = ((0.1, 100), (0.01, 1024))
 EPSILONS = (1.0, 2.0, 4.0, 10.0)
 
 
-def _cell(q, steps, eps, rep, trials, out: Path, resume: bool, sigma: float) -> dict:
+def _cell(
+    q, steps, eps, rep, trials, out: Path, resume: bool, sigma: float, scale: str = "paper"
+) -> dict:
     import jax
     import numpy as np
 
@@ -50,10 +52,12 @@ def _cell(q, steps, eps, rep, trials, out: Path, resume: bool, sigma: float) -> 
     from advsim.mechanisms import LikelihoodEncodingLoss
 
     stem = f"q{q:g}_T{steps}_eps{eps:g}_rep{rep}_n{trials}"
+    if scale != "paper":
+        stem += f"_{scale}"
     path, npz = out / "cells" / f"{stem}.json", out / "cells" / f"{stem}.npz"
     if resume and path.exists():
         return json.loads(path.read_text())
-    mech = LikelihoodEncodingLoss(steps, q, sigma)
+    mech = LikelihoodEncodingLoss(steps, q, sigma, scale=scale)
     seed = int(1000 * q) * 10**6 + steps * 1000 + int(10 * eps) * 10 + rep
     if npz.exists():  # the simulation is kept, so the audit can be redone (--reaudit)
         saved = np.load(npz)
@@ -77,9 +81,9 @@ def _cell(q, steps, eps, rep, trials, out: Path, resume: bool, sigma: float) -> 
         trials=trials,
         noise_multiplier=sigma,
         scale=float(mech.scale),
-        eps_point=result.eps_point,
-        eps_point_boundary=result.extras["eps_point_boundary"],
-        eps_held_out=result.extras["eps_point_held_out"] or float("nan"),
+        eps_point=result.extras["eps_algorithm2"],
+        eps_point_boundary=result.extras["eps_algorithm2_boundary"],
+        eps_held_out=result.eps_point,
         eps_lower=result.eps_lower,
         eps_lower_boundary=result.extras["eps_lower_boundary"],
         heuristic=heuristic_epsilon(DELTA, steps, q, sigma),
@@ -93,7 +97,9 @@ def _cell(q, steps, eps, rep, trials, out: Path, resume: bool, sigma: float) -> 
     return row
 
 
-def run(settings, epsilons, trials, reps, reps_large, out: Path, resume: bool) -> list[dict]:
+def run(
+    settings, epsilons, trials, reps, reps_large, out: Path, resume: bool, scale: str = "paper"
+) -> list[dict]:
     from tqdm.auto import tqdm
 
     from advsim.bounds import calibrate_noise_multiplier
@@ -112,7 +118,8 @@ def run(settings, epsilons, trials, reps, reps_large, out: Path, resume: bool) -
                 jobs += [(q, steps, eps, rep) for eps in epsilons]
     rows = []
     for q, steps, eps, rep in tqdm(jobs, desc="cells", unit="cell"):
-        rows.append(_cell(q, steps, eps, rep, trials, out, resume, sigmas[(q, steps, eps)]))
+        sigma = sigmas[(q, steps, eps)]
+        rows.append(_cell(q, steps, eps, rep, trials, out, resume, sigma, scale))
     return rows
 
 
@@ -162,6 +169,18 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--reaudit", action="store_true", help="redo the audits of the saved simulations"
     )
+    parser.add_argument(
+        "--scale",
+        choices=("paper", "wrap_free"),
+        default="paper",
+        help="encoding-scale rule (see advsim.mechanisms.likelihood_encoding.encoding_scale)",
+    )
+    parser.add_argument(
+        "--settings",
+        choices=("both", "small", "large"),
+        default="both",
+        help="(q, T) = (0.1, 100) 'small', (0.01, 1024) 'large', or both",
+    )
     args = parser.parse_args(argv)
 
     import jax
@@ -170,14 +189,17 @@ def main(argv=None) -> None:
     from advsim._io import provenance, write_csv, write_json
     from advsim.plotting import plot_eps_emp_vs_eps
 
-    settings = SETTINGS[:1] if args.quick else SETTINGS
+    settings = {"both": SETTINGS, "small": SETTINGS[:1], "large": SETTINGS[1:]}[args.settings]
+    if args.quick:
+        settings = SETTINGS[:1]
     trials = args.trials or (4000 if args.quick else 100_000)
     reps = args.reps or (2 if args.quick else 5)
     reps_large = args.reps_large or reps
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    rows = run(settings, EPSILONS, trials, reps, reps_large, out, args.resume and not args.reaudit)
+    resume = args.resume and not args.reaudit
+    rows = run(settings, EPSILONS, trials, reps, reps_large, out, resume, args.scale)
     table = summarise(rows)
     columns = list(table[0])
     write_csv(out / "figure2.csv", table, columns)
@@ -189,6 +211,7 @@ def main(argv=None) -> None:
         trials=trials,
         reps=reps,
         reps_large=reps_large,
+        scale_rule=args.scale,
         audit="TradeoffAudit(confidence=0.95, min_count=1, grid 0.5..20)",
     )
     write_json(

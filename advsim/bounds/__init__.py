@@ -12,6 +12,9 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
   dp_accounting's PLD accountant.
 - `gdp_*`, `full_batch_epsilon`: Gaussian DP (Corollary 2.13 of arXiv:1905.02383) and
   full-batch DP-GD (Appendix B of arXiv:2410.06186).
+- `composition_tradeoff_curve`, `linear_loss_tradeoff`, `gdp_tradeoff`: trade-off curves
+  (type-II error against type-I error) of composition (PLD), the linear-loss last
+  iterate and GDP, for the trade-off audit of Annamalai (2024, "It's Our Loss").
 - `bounds_for`: the three reference epsilons of an `advsim.Accounting`.
 """
 
@@ -36,14 +39,29 @@ from advsim.bounds._mixture import (
     mixture_log_likelihood_ratio,
     mixture_tradeoff,
 )
+from advsim.bounds._tradeoff import (
+    TradeoffCurve,
+    composition_epsilon_from_pld,
+    composition_pld,
+    composition_tradeoff,
+    composition_tradeoff_curve,
+    gdp_tradeoff,
+    linear_loss_tradeoff,
+)
 
 __all__ = [
+    "TradeoffCurve",
     "binomial_mixture",
     "bounds_for",
     "calibrate_noise_multiplier",
     "composition_delta",
     "composition_epsilon",
+    "composition_epsilon_from_pld",
+    "composition_pld",
+    "composition_tradeoff",
+    "composition_tradeoff_curve",
     "full_batch_epsilon",
+    "gdp_tradeoff",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
@@ -51,6 +69,7 @@ __all__ = [
     "heuristic_epsilon",
     "heuristic_epsilon_curve",
     "heuristic_epsilon_max_over_steps",
+    "linear_loss_tradeoff",
     "merge_atoms",
     "mixture_delta",
     "mixture_epsilon",

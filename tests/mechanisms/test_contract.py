@@ -26,12 +26,22 @@ import pytest
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, clip_gradients
-from advsim.adversaries import CoordinateLikelihoodRatio, ProjectionScore, RepeaterDecoder
+from advsim.adversaries import (
+    CoordinateLikelihoodRatio,
+    LikelihoodSumDecoder,
+    ProjectionScore,
+    RandomDirection,
+    RepeaterDecoder,
+    ThresholdAdversary,
+)
 from advsim.mechanisms import (
+    GradientCanary,
     HistoryRegularizer,
+    LikelihoodEncodingLoss,
     LinearProcess,
     MaliciousRepeaters,
     QuadraticRegularizer,
+    ThresholdLandscape,
     ZeroingRegularizer,
 )
 
@@ -79,6 +89,23 @@ CASES: list[Case] = [
     Case("quadratic", lambda: QuadraticRegularizer(10, 0.2, 1.5, alpha=0.5)),
     Case("history", lambda: HistoryRegularizer(6, 0.2, 1.0, v=3.0), CoordinateLikelihoodRatio),
     Case("repeaters", lambda: MaliciousRepeaters(5, 0.2, 0.5), RepeaterDecoder),
+    Case(
+        "likelihood-encoding",
+        lambda: LikelihoodEncodingLoss(3, 0.2, 1.0),
+        LikelihoodSumDecoder,
+        x64=True,
+    ),
+    Case("landscape", lambda: ThresholdLandscape(6, 2.0, 4), ThresholdAdversary),
+    Case(
+        "gradient-canary-logistic",
+        # scale 3: logistic gradients above C = 1 get clipped; canary at steps 2 and 4; a
+        # fixed batch (Poisson batching of data groups is covered by linear-5d-gaussian).
+        lambda: GradientCanary(
+            5, 0.3, 1.0, dim=5, data="logistic", num_examples=20, scale=3.0,
+            canary_schedule=CanarySchedule.every(2, first=2), batching="fixed",
+        ),
+        lambda: RandomDirection(1),
+    ),
 ]
 
 
