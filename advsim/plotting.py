@@ -568,7 +568,7 @@ def plot_eps_emp_vs_eps(
             [_number(r["eps_point_mean"]) for r in rows],
             yerr=[2 * _number(r.get("eps_point_sd", 0.0)) for r in rows],
             linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
-            capsize=3, label=r"$\varepsilon_{emp}$ (point, $\pm 2$ sd)",
+            capsize=3, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)",
         )
         if _has(rows, "eps_held_out_mean"):
             ax.errorbar(
@@ -576,7 +576,7 @@ def plot_eps_emp_vs_eps(
                 [_number(r["eps_held_out_mean"]) for r in rows],
                 yerr=[2 * _number(r.get("eps_held_out_sd", 0.0)) for r in rows],
                 linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
-                capsize=3, label=r"$\varepsilon_{emp}$ (held-out rates, $\pm 2$ sd)",
+                capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
             )
         if _has(rows, "eps_lower_mean"):
             ax.plot(eps, [_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
