@@ -100,7 +100,7 @@ def _cell(
 
 
 def run(
-    settings, epsilons, trials, reps, reps_large, out: Path, resume: bool, scale: str = "paper"
+    settings, epsilons, trials, reps, reps_large, out: Path, resume: bool, scale: str = "wrap_free"
 ) -> list[dict]:
     from tqdm.auto import tqdm
 
@@ -174,7 +174,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--scale",
         choices=("paper", "wrap_free"),
-        default="paper",
+        default="wrap_free",
         help="encoding-scale rule (see advsim.mechanisms.likelihood_encoding.encoding_scale)",
     )
     parser.add_argument(

@@ -72,6 +72,13 @@ def test_encoding_scale_rule():
     assert encoding_scale(2.25) == 10.0  # 6.75 -> 10
     assert encoding_scale(3.94) == 100.0  # 11.8 -> 100
     assert encoding_scale(0.2) == 1.0  # 0.6 -> 1
+    # "wrap_free": the smallest power of ten with s/2 >= 1 + 4 sigma (|v| < s/2 but for
+    # a 4-sigma tail); it differs from the paper's rule exactly where the latter wraps.
+    assert encoding_scale(1.0, "wrap_free") == 10.0  # 2 (1 + 4) = 10
+    assert encoding_scale(2.25, "wrap_free") == 100.0  # 20 -> 100
+    assert encoding_scale(0.5, "wrap_free") == 10.0  # 6 -> 10
+    with pytest.raises(ValueError, match="rule must be"):
+        encoding_scale(1.0, "nearest")
 
 
 def test_step_llr_against_scipy_and_no_overflow(x64):
