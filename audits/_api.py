@@ -18,8 +18,10 @@ AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
     "eps_delta": EpsDeltaAudit,
     "family": HeuristicFamilyAudit,
-    "tradeoff": TradeoffAudit,
 }
+# The threshold audits above share one contract (tests/audits/test_contract.py); the
+# trade-off audit reads the whole FPR-FNR curve instead and is reachable by name too.
+_CURVE_AUDITS = {"tradeoff": TradeoffAudit}
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:
@@ -41,10 +43,11 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
         0.99
     """
     try:
-        cls = AUDITS[name]
+        cls = AUDITS[name] if name in AUDITS else _CURVE_AUDITS[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown audit method {name!r}; valid methods are {sorted(AUDITS)}"
+            f"unknown audit method {name!r}; valid methods are {sorted(AUDITS)} "
+            f"and {sorted(_CURVE_AUDITS)}"
         ) from None
     if cls is TradeoffAudit:
         # Its eps_lower is always certified on held-out runs, and its point estimate has

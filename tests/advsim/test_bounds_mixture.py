@@ -397,3 +397,15 @@ def test_never_nan_never_negative(support, scale, eps, delta):
 def test_invalid_inputs_name_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_negligible_atom_is_zero_without_overflow():
+    # The case hypothesis found (support 1e-300, scale 456): z = 2e-303 overflowed the
+    # threshold solver's brackets. N(z, 1) with z < 1e-150 is N(0, 1) up to TV < 1e-150,
+    # so every result equals the one without that atom (exactly, in float64).
+    for eps in (0.0, 1.0, 394231.0):
+        assert mixture_delta(eps, [1e-300], [1.0], 456.0) == 0.0
+        assert mixture_delta(eps, [1e-300, 1.0], [0.5, 0.5], 456.0) == mixture_delta(
+            eps, [0.0, 1.0], [0.5, 0.5], 456.0
+        )
+    assert mixture_epsilon(0.5, [1e-300], [1.0], 456.0) == 0.0
