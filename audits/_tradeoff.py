@@ -19,7 +19,7 @@ the grid $\hat\varepsilon \in \{0.5, 0.6, \ldots, 20\}$. An observation $(\alpha
   This rule is biased upwards by the maximum over thousands of noisy thresholds
   (measured on exact Gaussian scores, 10^5 runs per world: +160% at eps = 1, +50% at
   eps = 4 with `min_count=1`; on the likelihood-encoding runs of the paper's Figure 2,
-  +7% to +90%).
+  +7% to +107%).
 - `eps_point`, as in every advsim audit, is the estimate without that bias: the same rule
   on the raw held-out rates at the thresholds chosen on the other half (no maximum over
   thresholds). When those thresholds have fewer than `min_count` errors of a kind it
