@@ -193,7 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--mechanism", choices=["linear", "linear-data"], default="linear")
     a.add_argument("--adversary", choices=["projection", "llr"], default="projection")
-    a.add_argument("--method", choices=["family", "gdp", "eps_delta"], default="family")
+    a.add_argument(
+        "--method", choices=["family", "gdp", "eps_delta", "tradeoff"], default="family"
+    )
     a.add_argument("--steps", type=_positive_int, nargs="+", default=None, metavar="T")
     a.add_argument("--sampling-prob", type=float, default=0.01)
     a.add_argument("--noise-multiplier", type=float, default=None,

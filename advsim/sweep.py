@@ -359,7 +359,7 @@ _SCALARS = (bool, int, float, str)
 def _check_setting(key: str, value, where: str):
     """Validates one cell setting; returns it (ints stay ints, floats floats)."""
     from advsim._validation import check_delta, check_in_interval, check_int, check_positive
-    from advsim.audits import AUDITS
+    from advsim.audits import AUDIT_METHODS
 
     try:
         if key == "delta":
@@ -374,8 +374,8 @@ def _check_setting(key: str, value, where: str):
             check_positive(key, value)
         elif key == "composition_discretization":
             check_in_interval(key, value, 0.0, 0.1, high_closed=True)
-        elif key == "method" and value not in AUDITS:
-            raise ValueError(f"method must be one of {sorted(AUDITS)}, got {value!r}")
+        elif key == "method" and value not in AUDIT_METHODS:
+            raise ValueError(f"method must be one of {list(AUDIT_METHODS)}, got {value!r}")
         elif key == "threshold_selection" and value not in ("split", "same"):
             raise ValueError(f"threshold_selection must be 'split' or 'same', got {value!r}")
     except (TypeError, ValueError) as err:

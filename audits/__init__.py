@@ -22,7 +22,7 @@ the rates counted on the other half, so `eps_lower` is a rigorous bound under th
 method's assumption; `"same"` reproduces the papers' practice and is marked optimistic.
 """
 
-from ._api import AUDITS, audit, get_audit
+from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
 from ._base import AbstractAudit
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
@@ -32,6 +32,7 @@ from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeof
 
 __all__ = [
     "AUDITS",
+    "AUDIT_METHODS",
     "AbstractAudit",
     "AuditResult",
     "EpsDeltaAudit",

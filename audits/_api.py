@@ -12,7 +12,7 @@ from ._gdp import GaussianDPAudit
 from ._result import AuditResult
 from ._tradeoff import TradeoffAudit
 
-__all__ = ["AUDITS", "audit", "get_audit"]
+__all__ = ["AUDITS", "AUDIT_METHODS", "audit", "get_audit"]
 
 AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
@@ -22,6 +22,8 @@ AUDITS: dict[str, type[AbstractAudit]] = {
 # The threshold audits above share one contract (tests/audits/test_contract.py); the
 # trade-off audit reads the whole FPR-FNR curve instead and is reachable by name too.
 _CURVE_AUDITS = {"tradeoff": TradeoffAudit}
+#: Every name `audit` / `get_audit` accept.
+AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS)) + tuple(sorted(_CURVE_AUDITS))
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:

@@ -37,7 +37,7 @@ def test_family_audit_of_simulated_linear_process_recovers_heuristic(steps, q, s
     assert rec.eps_lower <= rec.composition
 
 
-@pytest.mark.parametrize("method", ["family", "gdp", "eps_delta"])
+@pytest.mark.parametrize("method", ["family", "gdp", "eps_delta", "tradeoff"])
 @pytest.mark.parametrize("adversary", [ProjectionScore(), LikelihoodRatioScore()])
 def test_lower_bound_never_exceeds_composition(method, adversary):
     mech = LinearProcess(steps=20, sampling_prob=0.2, noise_multiplier=1.0)

@@ -107,7 +107,10 @@ def _table_without_wall_time(path: Path) -> str:
         ({"sweep": {"trails": 10}}, "unknown key(s) ['trails'] in [sweep]"),
         ({"sweep": {"trials": 1}}, "sweep.trials: trials must be an integer in [2,"),
         ({"sweep": {"delta": 1.5}}, "sweep.delta: delta must be in (0, 1), got 1.5"),
-        ({"sweep": {"method": "magic"}}, "method must be one of ['eps_delta', 'family', 'gdp']"),
+        (
+            {"sweep": {"method": "magic"}},
+            "method must be one of ['eps_delta', 'family', 'gdp', 'tradeoff']",
+        ),
         ({"mechanism": {"name": "quadratic"}}, "mechanism.name must be one of"),
         ({"grid": {"sampling_prob": [0.1, 1.5]}}, "sampling_prob must be in (0, 1], got 1.5"),
         ({"grid": {"sampling_prob": []}}, "grid.sampling_prob must be a non-empty list"),
