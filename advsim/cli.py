@@ -48,16 +48,55 @@ def _build_adversary(name: str):
     return {"projection": ProjectionScore, "llr": LikelihoodRatioScore}[name]()
 
 
+def _eps(value, mark: str = "") -> str:
+    return "n/a" if value is None else f"{value:.3f}{mark}"
+
+
 def _format_table(rows) -> str:
+    """The audit table, with what each eps_lower certifies beside it.
+
+    Markers: `!` after eps_point: the estimate lies above the composition bound, outside
+    the possible range for DP-SGD (too few runs for the rates it needs); `n/a`: no
+    number (the reason is in results.json); `REJECTED` in the guarantee column: the
+    audit's assumption failed its held-out check, so its eps_lower is not credible.
+    """
     head = (
         f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {'heuristic':>10} "
-        f"{'composition':>12}"
+        f"{'composition':>12}  guarantee of eps_lower"
     )
     lines = [head, "-" * len(head)]
+    marks = set()
     for r in rows:
+        above = bool(r.get("eps_point_above_composition"))
+        guarantee = r.get("guarantee", "")
+        if r.get("assumption_rejected"):
+            guarantee += ", assumption REJECTED"
+            marks.add("rejected")
+        if above:
+            marks.add("above")
+        if r.get("eps_lower") is None or r.get("eps_point") is None:
+            marks.add("na")
         lines.append(
-            f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {r['eps_lower']:>10.3f} "
-            f"{r['eps_point']:>10.3f} {r['heuristic']:>10.3f} {r['composition']:>12.3f}"
+            f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {_eps(r['eps_lower']):>10} "
+            f"{_eps(r['eps_point'], '!' if above else ''):>10} {r['heuristic']:>10.3f} "
+            f"{r['composition']:>12.3f}  {guarantee}"
+        )
+    if "above" in marks:
+        lines.append(
+            "! eps_point lies above the composition bound: an estimate outside the possible "
+            "range (too few runs for the rates it reads)"
+        )
+    if "na" in marks:
+        lines.append("n/a: no number; results.json says why (eps_lower_note, eps_point_note)")
+    if "rejected" in marks:
+        lines.append(
+            "REJECTED: the audit's assumption failed its check on the held-out runs; "
+            "use --method eps_delta or tradeoff for an assumption-free bound"
+        )
+    if any(r.get("guarantee") != "rigorous" for r in rows):
+        lines.append(
+            "eps_lower is an (eps, delta) lower bound at the stated confidence under the "
+            "assumption named in the guarantee column ('rigorous' = none, held-out threshold)"
         )
     return "\n".join(lines)
 
@@ -194,7 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--mechanism", choices=["linear", "linear-data"], default="linear")
     a.add_argument("--adversary", choices=["projection", "llr"], default="projection")
     a.add_argument(
-        "--method", choices=["family", "gdp", "eps_delta", "tradeoff"], default="family"
+        "--method", choices=["family", "gdp", "eps_delta", "tradeoff"], default="family",
+        help="family: eps_lower assumes the run is in the heuristic's family (true for these "
+        "linear processes); gdp: assumes a Gaussian trade-off curve; eps_delta, tradeoff: "
+        "assume nothing (rigorous). The table prints each bound's guarantee",
     )
     a.add_argument("--steps", type=_positive_int, nargs="+", default=None, metavar="T")
     a.add_argument("--sampling-prob", type=float, default=0.01)
@@ -207,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--confidence", type=float, default=0.95)
     a.add_argument("--threshold", choices=["split", "same"], default="split",
-                   help="split: choose on half, count on the other (rigorous); same: optimistic")
+                   help="split: choose on half, count on the other (held out); same: optimistic")
     a.add_argument("--clip-norm", type=float, default=1.0)
     a.add_argument("--dim", type=_positive_int, default=10, help="linear-data: model dimension")
     a.add_argument("--num-examples", type=_positive_int, default=100,

@@ -28,7 +28,16 @@ DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 
 @dataclasses.dataclass(frozen=True)
 class AuditRecord:
-    """One audited configuration: parameters, empirical epsilon and the three bounds."""
+    """One audited configuration: parameters, empirical epsilon and the three bounds.
+
+    Besides the numbers, the record says what `eps_lower` certifies (`guarantee`: the
+    audit's `Guarantee.label`, "rigorous" only for an assumption-free held-out bound;
+    `assumption`: what it rests on; `assumption_rejected`: the verdict of the audit's
+    check of that assumption on the held-out runs, None where it assumes nothing), why
+    an epsilon is missing (`eps_lower_note`, `eps_point_note`), and whether the point
+    estimate lies above the composition bound (`eps_point_above_composition`: no
+    DP-SGD run can have such an eps, so it is an estimate outside the possible range).
+    """
 
     mechanism: str
     adversary: str
@@ -42,12 +51,18 @@ class AuditRecord:
     threshold_selection: str
     trials: int
     seed: int
-    eps_lower: float
-    eps_point: float
+    eps_lower: float | None
+    eps_point: float | None
     heuristic: float
     composition: float
     full_batch: float
     rigorous: bool
+    guarantee: str
+    assumption: str
+    assumption_rejected: bool | None
+    eps_point_above_composition: bool
+    eps_lower_note: str | None
+    eps_point_note: str | None
     threshold: float
     fpr: float
     fnr: float
@@ -78,8 +93,9 @@ def run_audit(
         trials: runs per world.
         seed: the simulation key is `jax.random.key(seed)`; the split of runs into
             threshold-choosing and counting halves also uses `seed`.
-        method: "family" (needs T and q: the last-iterate paper's audit), "gdp" or
-            "eps_delta"; see `advsim.audits`.
+        method: "family" (needs T and q: the last-iterate paper's audit; assumes the
+            run is in the heuristic's family), "gdp" (assumes a Gaussian trade-off),
+            "eps_delta" or "tradeoff" (assumption-free); see `advsim.audits`.
         delta: the delta at which every epsilon is reported.
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
         threshold_selection: "split" (rigorous) or "same" (optimistic, as in the papers).
@@ -112,6 +128,7 @@ def run_audit(
         seed=seed,
     )
     bounds = bounds_for(accounting, delta)
+    composition = float(bounds["composition"])
     return AuditRecord(
         mechanism=type(crafted).__name__,
         adversary=type(adversary).__name__,
@@ -125,12 +142,19 @@ def run_audit(
         threshold_selection=threshold_selection,
         trials=trials,
         seed=seed,
-        eps_lower=float(result.eps_lower),
-        eps_point=float(result.eps_point),
+        eps_lower=result.eps_lower,
+        eps_point=result.eps_point,
         heuristic=float(bounds["heuristic"]),
-        composition=float(bounds["composition"]),
+        composition=composition,
         full_batch=float(bounds["full_batch"]),
         rigorous=bool(result.rigorous),
+        guarantee=result.guarantee.label,
+        assumption=result.guarantee.assumption,
+        assumption_rejected=result.assumption_rejected,
+        eps_point_above_composition=result.eps_point is not None
+        and result.eps_point > composition * (1 + 1e-9),
+        eps_lower_note=result.eps_lower_note,
+        eps_point_note=result.eps_point_note,
         threshold=float(result.threshold),
         fpr=float(result.fpr),
         fnr=float(result.fnr),

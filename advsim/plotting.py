@@ -143,15 +143,30 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
         if _has(rows, key):
             ax.plot(xs, [_number(r.get(key)) for r in rows], **style)
     if _has(rows, "eps_point"):
+        above = np.array([_mark(r, "eps_point") == "!" for r in rows])
+        pts = np.array([_number(r.get("eps_point")) for r in rows])
         ax.plot(
-            xs, [_number(r.get("eps_point")) for r in rows], linestyle="none", marker="o",
+            xs[~above], pts[~above], linestyle="none", marker="o",
             mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)",
         )
+        if above.any():
+            ax.plot(
+                xs[above], pts[above], linestyle="none", marker="o", mfc="white", mec="0.6",
+                ms=4.5, label="point estimate above composition (outside the possible range)",
+            )
     if _has(rows, "eps_lower"):
-        ax.plot(
-            xs, [_number(r.get("eps_lower")) for r in rows], linestyle="none", marker="v",
-            color="0.0", ms=4.5, label="empirical (lower bound)",
-        )
+        lows = np.array([_number(r.get("eps_lower")) for r in rows])
+        guarantees = sorted({str(r.get("guarantee")) for r in rows if r.get("guarantee")})
+        label = "empirical (lower bound)"
+        if guarantees and guarantees != ["rigorous"]:
+            label = f"empirical (lower bound; {', '.join(guarantees)})"
+        ax.plot(xs, lows, linestyle="none", marker="v", color="0.0", ms=4.5, label=label)
+        rejected = np.array([_mark(r, "eps_lower").endswith("\u2021") for r in rows])
+        if rejected.any():
+            ax.plot(
+                xs[rejected], lows[rejected], linestyle="none", marker="x", color="0.0",
+                ms=8, label="assumption rejected by the held-out runs",
+            )
     if len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() >= 20:
         ax.set_xscale("log")
     ax.set_xlabel(_label(x))
@@ -281,6 +296,8 @@ def _pivot(rows: Sequence[Mapping], x: str, y: str, value) -> tuple[list, list, 
 _NOT_PARAMS = {
     "cell", "cell_id", "eps_lower", "eps_point", "heuristic", "composition", "full_batch",
     "threshold", "fpr", "fnr", "wall_time_s", "seed", "rigorous", "num_canary_steps",
+    "guarantee", "assumption", "assumption_rejected", "eps_point_above_composition",
+    "eps_lower_note", "eps_point_note",
 }
 
 
@@ -289,8 +306,50 @@ def _varying(rows: Sequence[Mapping], exclude) -> list[str]:
     return [k for k in keys if len({repr(r.get(k)) for r in rows}) > 1]
 
 
+#: Marks after a heatmap cell's number, and what they mean (written under the figure).
+MARK_NOTES = {
+    "\u2020": "rests on an assumption (see the guarantee column)",
+    "\u2021": "its assumption was rejected by the held-out runs",
+    "!": "estimate above the composition bound: outside the possible range",
+}
+
+
+def _mark(row: Mapping, column: str) -> str:
+    """The marks of one table row's `column` (see `MARK_NOTES`)."""
+    mark = ""
+    if column == "eps_lower":
+        guarantee = row.get("guarantee")
+        if guarantee not in (None, "", "rigorous"):
+            mark += "\u2020"
+        if str(row.get("assumption_rejected")).lower() == "true":
+            mark += "\u2021"
+    if column == "eps_point" and str(row.get("eps_point_above_composition")).lower() == "true":
+        mark += "!"
+    return mark
+
+
+def _mark_matrix(rows, x, y, columns) -> np.ndarray | None:
+    """Marks per cell for the eps columns among `columns`, or None when there are none."""
+    xs, ys = _axis_values(rows, x), _axis_values(rows, y)
+    ix = {repr(v): i for i, v in enumerate(xs)}
+    iy = {repr(v): i for i, v in enumerate(ys)}
+    marks = np.full((len(ys), len(xs)), "", dtype=object)
+    for r in rows:
+        marks[iy[repr(r.get(y))], ix[repr(r.get(x))]] = "".join(_mark(r, c) for c in columns)
+    return marks if any(marks.flat) else None
+
+
+def _mark_legend(fig, marks) -> None:
+    if marks is None:
+        return
+    used = [m for m in MARK_NOTES if any(m in str(v) for v in marks.flat)]
+    text = "; ".join(f"{m} {MARK_NOTES[m]}" for m in used)
+    fig.text(0.01, 0.005, text, fontsize=6, ha="left", va="bottom", color="0.2")
+
+
 def _draw_heatmap(
-    fig, ax, xs, ys, mat, *, x, y, cmap, fmt, colorbar_label, log_color, center=None
+    fig, ax, xs, ys, mat, *, x, y, cmap, fmt, colorbar_label, log_color, center=None,
+    marks=None,
 ):
     from matplotlib import colors
 
@@ -325,8 +384,10 @@ def _draw_heatmap(
             continue
         r, g, b, _ = cm(norm(v))
         luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
-        ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=size,
+        mark = "" if marks is None else marks[i, j]
+        ax.text(j, i, format(v, fmt) + mark, ha="center", va="center", fontsize=size,
                 color="white" if luminance < 0.5 else "black")
+    _mark_legend(fig, marks)
     cbar = fig.colorbar(im, ax=ax, shrink=0.9)
     cbar.set_label(colorbar_label)
     if center is not None and lo < center < hi:
@@ -362,7 +423,10 @@ def plot_heatmap(
     Args:
         rows: table rows (e.g. a sweep's), one per (x, y) pair; missing pairs show "n/a".
         x, y: the columns on the horizontal and vertical axes (sorted when numeric).
-        value: the column written in the cells and coloured.
+        value: the column written in the cells and coloured. For `eps_lower` and
+            `eps_point`, cells are marked from the rows' `guarantee`,
+            `assumption_rejected` and `eps_point_above_composition` (see `MARK_NOTES`;
+            the meaning is written under the figure).
         path_stem: output path without extension; writes .png and .pdf.
         title: optional title (e.g. the parameters held fixed).
         fmt: format of the numbers (default 3 significant digits).
@@ -390,7 +454,8 @@ def plot_heatmap(
             colorbar_label += f" at {delta}"
     fig, ax = plt.subplots(figsize=_figsize(xs, ys))
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
-                  colorbar_label=colorbar_label, log_color=log_color)
+                  colorbar_label=colorbar_label, log_color=log_color,
+                  marks=_mark_matrix(rows, x, y, [value]))
     if title:
         ax.set_title(title, fontsize=8)
     paths = save_figure(fig, path_stem)
@@ -470,8 +535,10 @@ def plot_ratio_heatmap(
         xs, ys, mat = _pivot(rows, x, y, ratio)
     mat[~np.isfinite(mat)] = np.nan
     fig, ax = plt.subplots(figsize=_figsize(xs, ys))
+    marked = [numerator] + ([denominator] if denominator else [])
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
-                  colorbar_label=colorbar_label or label, log_color=False, center=1.0)
+                  colorbar_label=colorbar_label or label, log_color=False, center=1.0,
+                  marks=_mark_matrix(rows, x, y, marked))
     if title:
         ax.set_title(title, fontsize=8)
     paths = save_figure(fig, path_stem)

@@ -23,22 +23,28 @@ method's assumption; `"same"` reproduces the papers' practice and is marked opti
 """
 
 from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
-from ._base import AbstractAudit
+from ._base import AbstractAudit, AbstractThresholdAudit, AssumptionRejectedWarning
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
+from ._guarantee import ASSUMPTIONS, STATEMENTS, Guarantee
 from ._result import AuditResult
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
 __all__ = [
+    "ASSUMPTIONS",
     "AUDITS",
     "AUDIT_METHODS",
     "AbstractAudit",
+    "AbstractThresholdAudit",
+    "AssumptionRejectedWarning",
     "AuditResult",
     "EpsDeltaAudit",
     "GaussianDPAudit",
+    "Guarantee",
     "HeuristicFamilyAudit",
     "PAPER_EPS_GRID",
+    "STATEMENTS",
     "TradeoffAudit",
     "audit",
     "get_audit",

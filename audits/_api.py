@@ -14,16 +14,15 @@ from ._tradeoff import TradeoffAudit
 
 __all__ = ["AUDITS", "AUDIT_METHODS", "audit", "get_audit"]
 
+#: Every audit by name; all share one contract (tests/audits/test_contract.py).
 AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
     "eps_delta": EpsDeltaAudit,
     "family": HeuristicFamilyAudit,
+    "tradeoff": TradeoffAudit,
 }
-# The threshold audits above share one contract (tests/audits/test_contract.py); the
-# trade-off audit reads the whole FPR-FNR curve instead and is reachable by name too.
-_CURVE_AUDITS = {"tradeoff": TradeoffAudit}
 #: Every name `audit` / `get_audit` accept.
-AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS)) + tuple(sorted(_CURVE_AUDITS))
+AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS))
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:
@@ -34,7 +33,7 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
             `"family"` (`HeuristicFamilyAudit`), `"tradeoff"` (`TradeoffAudit`, Algorithm
             2 of Annamalai 2024; needs `accounting`).
         **kwargs: the audit's fields (`confidence`, `threshold_selection`, `seed`,
-            `min_count`).
+            `min_count`; `num_thresholds`, ... for `"tradeoff"`).
 
     Raises:
         ValueError: unknown name (the message lists the valid ones) or bad field value.
@@ -45,22 +44,11 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
         0.99
     """
     try:
-        cls = AUDITS[name] if name in AUDITS else _CURVE_AUDITS[name]
+        cls = AUDITS[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown audit method {name!r}; valid methods are {sorted(AUDITS)} "
-            f"and {sorted(_CURVE_AUDITS)}"
+            f"unknown audit method {name!r}; valid methods are {sorted(AUDITS)}"
         ) from None
-    if cls is TradeoffAudit:
-        # Its eps_lower is always certified on held-out runs, and its point estimate has
-        # its own min_count (1, the paper's): the threshold-audit knobs do not apply.
-        selection = kwargs.pop("threshold_selection", "split")
-        if selection != "split":
-            raise ValueError(
-                f"threshold_selection must be 'split' for the tradeoff audit (its eps_lower "
-                f"is always certified on held-out runs), got {selection!r}"
-            )
-        kwargs.pop("min_count", None)
     return cls(**kwargs)
 
 
@@ -79,13 +67,14 @@ def audit(
 
     Args:
         scores: both worlds' scores (higher means "canary in").
-        method: `"gdp"`, `"eps_delta"` or `"family"`; see the classes for what each
-            assumes and when its `eps_lower` is a rigorous bound.
+        method: `"gdp"`, `"eps_delta"`, `"family"` or `"tradeoff"`; the result's
+            `guarantee` says what its `eps_lower` certifies and assumes (only
+            `"eps_delta"` and `"tradeoff"` assume nothing).
         delta: the DP delta, in (0, 1).
         accounting: the run's public parameters; required by `"family"` and
             `"tradeoff"`.
         confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
+        threshold_selection: `"split"` (held out) or `"same"` (optimistic).
         seed: seed for the split.
         min_count: least counts at a threshold used by the point estimate.
 
@@ -104,8 +93,8 @@ def audit(
         >>> rng = np.random.default_rng(0)
         >>> s = Scores(rng.normal(1.0, 1.0, 10**4), rng.normal(0.0, 1.0, 10**4))
         >>> r = audit(s, "gdp", delta=1e-5)
-        >>> (r.rigorous, r.eps_lower > 0)
-        (True, True)
+        >>> (r.guarantee.assumption, r.rigorous, r.eps_lower > 0)
+        ('gaussian_tradeoff', False, True)
     """
     auditor = get_audit(
         method,

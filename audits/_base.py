@@ -1,8 +1,9 @@
-"""AbstractAudit and the threshold-test engine every concrete audit runs on.
+"""AbstractAudit, AbstractThresholdAudit and the threshold-test engine they run on.
 
-An audit turns a `Scores` record into an `AuditResult`. All methods here audit one
-threshold test ("canary in" iff `score >= tau`) and differ only in the privacy statement
-they read off its two error rates. The engine does what they share:
+An audit turns a `Scores` record into an `AuditResult` whose `guarantee` says what its
+`eps_lower` certifies. The threshold audits (GDP, eps-delta, family) audit one threshold
+test ("canary in" iff `score >= tau`) and differ only in the privacy statement they read
+off its two error rates. The engine does what they share:
 
 1. choose `tau` among a few thousand candidates (`candidate_thresholds`), maximising the
    method's own Clopper-Pearson-bounded objective: on a random half of each world
@@ -15,14 +16,17 @@ they read off its two error rates. The engine does what they share:
    bounds hold jointly with probability >= `confidence` (union bound);
 3. hand the bounded rates to the method (`_bound`) for `eps_lower`, and the raw rates at
    the same threshold and on the same runs to the method (`_point`) for the estimate
-   `eps_point` (falling back to the best raw estimate over thresholds with at least
-   `min_count` counts on all runs when the chosen threshold has too few).
+   `eps_point` (None, with the reason, when the chosen threshold has too few errors:
+   no maximum over thresholds, whose upward bias reached 10-50x the truth);
+4. for the audits whose `eps_lower` rests on an assumption about the trade-off curve,
+   test it on the counting runs (`AssumptionCheck`) and warn when it is rejected.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any
+import warnings
+from typing import Any, ClassVar
 
 import equinox as eqx
 import numpy as np
@@ -31,6 +35,7 @@ from advsim._accounting import Accounting
 from advsim._scores import Scores
 from advsim._validation import check_delta, check_in_interval, check_int
 
+from ._guarantee import Guarantee
 from ._result import AuditResult
 from ._threshold import (
     candidate_thresholds,
@@ -39,26 +44,34 @@ from ._threshold import (
     split_halves,
 )
 
-__all__ = ["AbstractAudit"]
+__all__ = ["AbstractAudit", "AbstractThresholdAudit", "AssumptionRejectedWarning"]
 
 THRESHOLD_SELECTIONS = ("split", "same")
+
+
+class AssumptionRejectedWarning(UserWarning):
+    """An audit's assumption (Gaussian trade-off, the heuristic's family) was rejected by
+    its check on the held-out runs: the `eps_lower` that rests on it is not credible."""
 
 
 class AbstractAudit(eqx.Module):
     """Score sets in, epsilon out: the interface of every audit in `advsim.audits`.
 
-    Concrete audits are final `eqx.Module`s with the fields below (host-side
-    configuration, all static) and implement `__call__` plus four private hooks that the
-    shared threshold engine calls.
+    Concrete audits are final `eqx.Module`s whose configuration is host-side and static.
+    Every audit returns an `AuditResult` whose `guarantee` names what its `eps_lower`
+    certifies and the assumption it rests on.
 
     Attributes:
         confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
-        threshold_selection: `"split"` (choose the threshold on one random half of each
-            world, count on the other: a rigorous bound) or `"same"` (choose and count on
-            all runs, as in the papers: optimistic).
-        seed: seed of `np.random.default_rng` for the split.
-        min_count: point estimates use only thresholds with at least this many false
-            positives (and false negatives where the formula needs them).
+        threshold_selection: `"split"` (choose on one half, count on the other) or
+            `"same"` (choose and count on all runs: optimistic), among the values in
+            `threshold_selections`.
+        seed: seed of `np.random.default_rng` for the split of the runs.
+        min_count: `eps_point` needs at least this many false positives and false
+            negatives where it is read (a rate from fewer errors is no estimate).
+        method: the audit's short name (`audit(scores, method)`).
+        assumption: what `eps_lower` assumes, in words.
+        threshold_selections: the `threshold_selection` values the audit accepts.
     """
 
     confidence: eqx.AbstractVar[float]
@@ -68,6 +81,7 @@ class AbstractAudit(eqx.Module):
 
     method: eqx.AbstractClassVar[str]
     assumption: eqx.AbstractClassVar[str]
+    threshold_selections: eqx.AbstractClassVar[tuple[str, ...]]
 
     @abc.abstractmethod
     def __call__(
@@ -84,9 +98,57 @@ class AbstractAudit(eqx.Module):
             An `AuditResult`.
 
         Raises:
-            ValueError: bad `delta`, fewer than 2 scores in a world, missing accounting.
+            ValueError: bad `delta`, too few scores in a world, missing accounting.
             NonFiniteScoresError: some score is NaN or inf.
         """
+
+
+class AbstractThresholdAudit(AbstractAudit):
+    """An audit of one threshold test: the shared engine, fields and checks.
+
+    A concrete threshold audit holds only what differs: the privacy statement it reads
+    off the two error rates (`_select`, `_bound`, `_point`), what it needs from the
+    accounting (`_context`), the assumption it rests on (`assumption_kind`, and
+    `_check_assumption` to test it on the held-out runs) and any assumption-free
+    statement beyond `eps_lower` (`_certified`). The engine (`run_threshold_audit`):
+
+    1. chooses `tau` among a few thousand candidates (`candidate_thresholds`) by the
+       method's Clopper-Pearson-bounded objective, on a random half of each world
+       (`"split"`, at the Bonferroni level `(1 - c) / (2 K)` over the K candidates) or on
+       all runs (`"same"`, optimistic, at `(1 - c) / 2`);
+    2. counts FP and FN at `tau` on the other half (or on all runs) and bounds both with
+       one-sided Clopper-Pearson intervals at level `(1 - c) / 2` each (joint >= c);
+    3. reads `eps_lower` from the bounded rates, and `eps_point` from the raw rates at the
+       same threshold on the same runs (None, with the reason, when they are too few).
+
+    Attributes:
+        confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
+        threshold_selection: `"split"` (choose the threshold on one random half of each
+            world, count on the other: held out) or `"same"` (choose and count on all
+            runs, as in the papers: optimistic).
+        seed: seed of `np.random.default_rng` for the split.
+        min_count: `eps_point` needs at least this many false positives and false
+            negatives at the threshold (a rate from fewer errors is no estimate).
+    """
+
+    confidence: float = eqx.field(default=0.95, static=True, kw_only=True)
+    threshold_selection: str = eqx.field(default="split", static=True, kw_only=True)
+    seed: int = eqx.field(default=0, static=True, kw_only=True)
+    min_count: int = eqx.field(default=50, static=True, kw_only=True)
+
+    #: Key of `audits.ASSUMPTIONS`: what `eps_lower` needs.
+    assumption_kind: eqx.AbstractClassVar[str]
+    #: The `threshold_selection` values this audit accepts.
+    threshold_selections: ClassVar[tuple[str, ...]] = THRESHOLD_SELECTIONS
+
+    def __check_init__(self):
+        check_config(self)
+
+    def __call__(
+        self, scores: Scores, *, delta: float, accounting: Accounting | None = None
+    ) -> AuditResult:
+        """Audits `scores`; see the class docstring of the concrete audit."""
+        return run_threshold_audit(self, scores, delta=delta, accounting=accounting)
 
     @abc.abstractmethod
     def _context(self, accounting: Accounting | None) -> Any:
@@ -98,17 +160,27 @@ class AbstractAudit(eqx.Module):
 
     @abc.abstractmethod
     def _bound(self, fpr_ub: float, fnr_ub: float, delta: float, ctx: Any) -> tuple:
-        """`(eps_lower, extras)` from bounded rates at one threshold."""
+        """`(eps_lower or None, extras)` from bounded rates at one threshold; with None,
+        `extras["eps_lower_note"]` says why."""
 
     @abc.abstractmethod
     def _point(
         self, fp: np.ndarray, fn: np.ndarray, n_out: int, n_in: int, delta: float, ctx: Any
     ) -> tuple:
-        """`(eps_point, index or -1, extras)` from raw counts at every candidate."""
+        """`(eps_point, index or -1, extras)` from raw counts at candidates; -1 when no
+        candidate gives an estimate (`extras["note"]` may say why)."""
+
+    def _check_assumption(self, sorted_in: np.ndarray, sorted_out: np.ndarray, ctx: Any):
+        """The test of `assumption_kind` on the counting runs, or None (no assumption)."""
+        return None
+
+    def _certified(self, extras: dict) -> str | None:
+        """An assumption-free statement beyond `eps_lower` that the result supports."""
+        return None
 
 
-def check_config(audit: AbstractAudit) -> None:
-    """Static checks of an audit's configuration (called from `__check_init__`)."""
+def check_config(audit: AbstractThresholdAudit) -> None:
+    """Static checks of a threshold audit's configuration (from `__check_init__`)."""
     check_in_interval("confidence", audit.confidence, 0.5, 1.0)
     if audit.threshold_selection not in THRESHOLD_SELECTIONS:
         raise ValueError(
@@ -144,8 +216,10 @@ def _bounded_rates(audit, cnt_in, cnt_out, tau, delta, ctx) -> dict:
     fpr_ub = float(clopper_pearson_upper(fp, n_out, alpha))
     fnr_ub = float(clopper_pearson_upper(fn, n_in, alpha))
     eps, extras = audit._bound(fpr_ub, fnr_ub, delta, ctx)
+    extras = dict(extras)
     return dict(
         eps_lower=eps,
+        eps_lower_note=extras.pop("eps_lower_note", None),
         threshold=float(tau),
         fpr=fp / n_out,
         fnr=fn / n_in,
@@ -157,41 +231,82 @@ def _bounded_rates(audit, cnt_in, cnt_out, tau, delta, ctx) -> dict:
     )
 
 
-def _point_estimate(audit, sorted_in, sorted_out, delta, ctx) -> tuple:
-    cands = candidate_thresholds(sorted_in, sorted_out)
-    fp, fn = counts_at(sorted_in, sorted_out, cands)
-    eps, idx, extras = audit._point(fp, fn, sorted_out.size, sorted_in.size, delta, ctx)
-    extras = dict(extras)
-    extras["threshold_point"] = float(cands[idx]) if idx >= 0 else None
-    return float(eps), extras
+def _point_at(audit, cnt_in, cnt_out, tau, delta, ctx, eps_lower) -> tuple:
+    """The method's estimate from the raw rates at `tau`, counted where `eps_lower` is.
 
-
-def _held_out_point(audit, cnt_in, cnt_out, tau, delta, ctx) -> tuple:
-    """The method's estimate from raw rates at the chosen `tau`, counted where `eps_lower`
-    is counted (the held-out half under "split").
-
-    Taking the best raw estimate over many thresholds instead is biased upwards by the
-    maximum over noisy values (measured: +20-26% over the exact heuristic at T=1000,
-    q=0.01, 10^6 runs); at a threshold fixed before counting the raw rates are unbiased.
-    Returns `(None, {})` when a count at `tau` (false positives or false negatives) is
-    below `min_count`; the caller then falls back to the best-over-thresholds estimate on
-    all runs and says so in `extras["point_rule"]`.
+    At a threshold fixed before counting, the raw rates are unbiased; a maximum over many
+    thresholds is not (measured: +20-26% over the exact heuristic at T=1000, q=0.01, 10^6
+    runs; 10-50x the truth at 2000 runs). So there is one threshold and no fallback:
+    returns `(eps_point or None, extras, note)`, with None and the reason in `note` when
+    a count at `tau` is below `min_count`, when the method finds the raw rates outside
+    its model, or when the estimate is below `eps_lower` (only possible for rates too
+    small to estimate).
     """
     fp = np.array([np.count_nonzero(cnt_out >= tau)])
     fn = np.array([np.count_nonzero(cnt_in < tau)])
-    if min(fp[0], fn[0]) < audit.min_count:  # a raw rate this small is no estimate
-        return None, {}
-    eps, idx, extras = audit._point(fp, fn, cnt_out.size, cnt_in.size, delta, ctx)
+    extras = {"threshold_point": float(tau), "point_rule": "raw_rates_at_threshold"}
+    if min(fp[0], fn[0]) < audit.min_count:
+        return (
+            None,
+            extras,
+            (
+                f"too few errors to estimate the rates at the threshold: {int(fp[0])} false "
+                f"positives and {int(fn[0])} false negatives in {cnt_out.size} and "
+                f"{cnt_in.size} runs (min_count = {audit.min_count}); more runs are needed"
+            ),
+        )
+    eps, idx, more = audit._point(fp, fn, cnt_out.size, cnt_in.size, delta, ctx)
+    more = dict(more)
+    note = more.pop("note", None)
+    extras.update(more)
     if idx < 0:
-        return None, {}
-    extras = dict(extras)
-    extras["threshold_point"] = float(tau)
-    extras["point_rule"] = "held_out_at_threshold"
-    return float(eps), extras
+        return None, extras, note or "the raw rates give no estimate under this method"
+    if eps_lower is not None and eps < eps_lower:
+        return (
+            None,
+            extras,
+            (
+                f"the raw-rate estimate {eps:.6g} lies below eps_lower {eps_lower:.6g}: the "
+                "rates are too small to estimate"
+            ),
+        )
+    return float(eps), extras, None
+
+
+def _result(audit, delta, fields, point, held_out, multiplicity, check, extras) -> AuditResult:
+    eps_point, point_extras, point_note = point
+    extras = {**fields.pop("extras"), **point_extras, **extras, "assumption": audit.assumption}
+    guarantee = Guarantee(
+        statement="eps_delta_lower_bound",
+        assumption=audit.assumption_kind,
+        held_out=held_out,
+        multiplicity=multiplicity,
+        certified=audit._certified(extras) if held_out else None,
+    )
+    if check is not None and check.rejected:
+        warnings.warn(
+            AssumptionRejectedWarning(
+                f"the {audit.method!r} audit's assumption ({audit.assumption_kind}) is "
+                f"rejected by the held-out runs at level {check.level:g} (worst point "
+                f"{check.worst}); its eps_lower = {fields['eps_lower']} rests on it"
+            ),
+            stacklevel=4,
+        )
+    return AuditResult(
+        method=audit.method,
+        eps_point=eps_point,
+        eps_point_note=point_note,
+        delta=delta,
+        confidence=audit.confidence,
+        guarantee=guarantee,
+        assumption_check=check,
+        extras=extras,
+        **fields,
+    )
 
 
 def run_threshold_audit(
-    audit: AbstractAudit, scores: Scores, *, delta, accounting=None
+    audit: AbstractThresholdAudit, scores: Scores, *, delta, accounting=None
 ) -> AuditResult:
     """Chooses a threshold, bounds its rates and returns the method's `AuditResult`."""
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
@@ -202,11 +317,10 @@ def run_threshold_audit(
         sel_in, cnt_in = split_halves(cin, rng)
         sel_out, cnt_out = split_halves(cout, rng)
         sel_in, sel_out = np.sort(sel_in), np.sort(sel_out)
-        all_in, all_out = np.sort(cin), np.sort(cout)
+        cnt_in, cnt_out = np.sort(cnt_in), np.sort(cnt_out)
     else:
         sel_in, sel_out = np.sort(cin), np.sort(cout)
         cnt_in, cnt_out = sel_in, sel_out
-        all_in, all_out = sel_in, sel_out
 
     cands = candidate_thresholds(sel_in, sel_out)
     fp, fn = counts_at(sel_in, sel_out, cands)
@@ -223,59 +337,42 @@ def run_threshold_audit(
         delta,
         ctx,
     )
-    fields = _bounded_rates(audit, cnt_in, cnt_out, cands[best], delta, ctx)
-    eps_point, point_extras = _held_out_point(audit, cnt_in, cnt_out, cands[best], delta, ctx)
-    if eps_point is None:
-        eps_point, point_extras = _point_estimate(audit, all_in, all_out, delta, ctx)
-        point_extras["point_rule"] = "best_over_thresholds"
+    tau = cands[best]
+    fields = _bounded_rates(audit, cnt_in, cnt_out, tau, delta, ctx)
+    point = _point_at(audit, cnt_in, cnt_out, tau, delta, ctx, fields["eps_lower"])
+    check = audit._check_assumption(cnt_in, cnt_out, ctx)
+    multiplicity = (
+        f"one threshold chosen among {cands.size} candidates on the other half of the runs"
+        if split
+        else f"one threshold chosen among {cands.size} candidates on the same runs, "
+        "selection not accounted for"
+    )
     extras = {
-        **fields.pop("extras"),
-        **point_extras,
-        "assumption": audit.assumption,
         "threshold_selection": audit.threshold_selection,
         "seed": audit.seed if split else None,
         "n_candidates": int(cands.size),
         "n_in_total": int(cin.size),
         "n_out_total": int(cout.size),
     }
-    return AuditResult(
-        method=audit.method,
-        eps_point=eps_point,
-        delta=delta,
-        confidence=audit.confidence,
-        rigorous=split,
-        optimistic=not split,
-        extras=extras,
-        **fields,
-    )
+    return _result(audit, delta, fields, point, split, multiplicity, check, extras)
 
 
 def audit_at_threshold(
-    audit: AbstractAudit, scores: Scores, threshold: float, *, delta, accounting=None
+    audit: AbstractThresholdAudit, scores: Scores, threshold: float, *, delta, accounting=None
 ) -> AuditResult:
     """Evaluates `audit`'s bound at a given threshold, counting on all runs.
 
     Internal: used to cross-check each method's formula at a fixed test (e.g. against
-    `jax_privacy.auditing.CanaryScoreAuditor` with `Explicit(threshold)`). The result is
-    marked neither rigorous nor optimistic: it is a valid bound only if `threshold` was
-    fixed without looking at these scores, which this function cannot know.
+    `jax_privacy.auditing.CanaryScoreAuditor` with `Explicit(threshold)`). The result's
+    guarantee says the threshold was not held out: it is a valid bound only if
+    `threshold` was fixed without looking at these scores, which this function cannot
+    know.
     """
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
+    cin, cout = np.sort(cin), np.sort(cout)
     fields = _bounded_rates(audit, cin, cout, float(threshold), delta, ctx)
-    eps_point, point_extras = _point_estimate(audit, np.sort(cin), np.sort(cout), delta, ctx)
-    extras = {
-        **fields.pop("extras"),
-        **point_extras,
-        "assumption": audit.assumption,
-        "threshold_selection": "explicit",
-    }
-    return AuditResult(
-        method=audit.method,
-        eps_point=eps_point,
-        delta=delta,
-        confidence=audit.confidence,
-        rigorous=False,
-        optimistic=False,
-        extras=extras,
-        **fields,
-    )
+    point = _point_at(audit, cin, cout, float(threshold), delta, ctx, fields["eps_lower"])
+    check = audit._check_assumption(cin, cout, ctx)
+    extras = {"threshold_selection": "explicit"}
+    multiplicity = "a threshold given by the caller, not known to be independent of the runs"
+    return _result(audit, delta, fields, point, False, multiplicity, check, extras)

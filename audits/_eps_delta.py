@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import equinox as eqx
 import numpy as np
 
-from advsim._accounting import Accounting
-from advsim._scores import Scores
-
-from ._base import AbstractAudit, check_config, run_threshold_audit
-from ._result import AuditResult
+from ._base import AbstractThresholdAudit
 
 __all__ = ["EpsDeltaAudit"]
 
@@ -51,7 +46,7 @@ def eps_delta_terms(fpr, fnr, delta: float, valid_tpr=True, valid_tnr=True) -> t
     return eps_tpr, eps_tnr
 
 
-class EpsDeltaAudit(AbstractAudit):
+class EpsDeltaAudit(AbstractThresholdAudit):
     r"""Lower-bounds eps directly from the (eps, delta)-DP inequalities of one test.
 
     At the chosen threshold, with Clopper-Pearson upper bounds
@@ -74,8 +69,8 @@ class EpsDeltaAudit(AbstractAudit):
         confidence: c in (0.5, 1).
         threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
         seed: seed for the split.
-        min_count: the point estimate's first ratio uses thresholds with at least this
-            many false positives, the second with at least this many false negatives.
+        min_count: the point estimate needs at least this many false positives and
+            false negatives at the threshold.
 
     Example:
         >>> import numpy as np
@@ -88,22 +83,9 @@ class EpsDeltaAudit(AbstractAudit):
         True
     """
 
-    confidence: float = eqx.field(default=0.95, static=True)
-    threshold_selection: str = eqx.field(default="split", static=True)
-    seed: int = eqx.field(default=0, static=True)
-    min_count: int = eqx.field(default=50, static=True)
-
     method: ClassVar[str] = "eps_delta"
+    assumption_kind: ClassVar[str] = "none"
     assumption: ClassVar[str] = "none beyond (eps, delta)-DP of the run"
-
-    def __check_init__(self):
-        check_config(self)
-
-    def __call__(
-        self, scores: Scores, *, delta: float, accounting: Accounting | None = None
-    ) -> AuditResult:
-        """Audits `scores`; see the class docstring. `accounting` is not used."""
-        return run_threshold_audit(self, scores, delta=delta, accounting=accounting)
 
     def _context(self, accounting):
         return None

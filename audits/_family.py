@@ -18,10 +18,9 @@ import scipy.optimize
 
 import advsim.bounds as _bounds
 from advsim._accounting import Accounting
-from advsim._scores import Scores
+from advsim._validation import check_in_interval
 
-from ._base import AbstractAudit, check_config, run_threshold_audit
-from ._result import AuditResult
+from ._base import AbstractThresholdAudit
 
 __all__ = ["HeuristicFamilyAudit"]
 
@@ -112,7 +111,7 @@ def _heuristic_epsilon(delta: float, sigma: float, ctx: _FamilyContext) -> float
     )
 
 
-class HeuristicFamilyAudit(AbstractAudit):
+class HeuristicFamilyAudit(AbstractThresholdAudit):
     r"""Upper-bounds the noise multiplier within the heuristic's family, reports its eps.
 
     The family (Theorem 1 of arXiv:2410.06186, linear losses, last iterate only): with T
@@ -147,15 +146,24 @@ class HeuristicFamilyAudit(AbstractAudit):
     on the noise multiplier *of a run whose privacy is exactly that of the family*; eps
     follows. For any other mechanism (one that leaks more or less than the linear
     last-iterate process), `eps_lower` is the heuristic epsilon of the best-fitting
-    family member, an estimate, not a bound on that mechanism's eps. If the rates are
-    incompatible with every sigma, `extras["sigma_upper_at_floor"]` is True.
+    family member, an estimate, not a bound on that mechanism's eps: a counterexample is
+    exactly a mechanism outside the family, so `guarantee.assumption ==
+    "heuristic_family"` and `rigorous` is False. If the bounded rates are incompatible
+    with every sigma (`extras["sigma_upper_at_floor"]`), the family does not fit and
+    `eps_lower` is None with the reason in `eps_lower_note` (it used to return the
+    floor's heuristic eps: 29387 on Gaussian scores at T = 10, q = 0.1). The held-out
+    runs test the assumption (`result.assumption_check`,
+    `audits.check_heuristic_family` at level `assumption_level`, warning
+    `AssumptionRejectedWarning` on rejection); a non-rejection does not make
+    `eps_lower` assumption-free.
 
     Attributes:
         confidence: c in (0.5, 1).
         threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
         seed: seed for the split.
-        min_count: least number of false positives and of false negatives at a threshold
-            used by the point estimate.
+        min_count: least number of false positives and of false negatives at the
+            threshold for the point estimate.
+        assumption_level: level of the held-out test of the family assumption.
 
     Example:
         >>> import numpy as np
@@ -172,12 +180,10 @@ class HeuristicFamilyAudit(AbstractAudit):
         True
     """
 
-    confidence: float = eqx.field(default=0.95, static=True)
-    threshold_selection: str = eqx.field(default="split", static=True)
-    seed: int = eqx.field(default=0, static=True)
-    min_count: int = eqx.field(default=50, static=True)
+    assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
 
     method: ClassVar[str] = "family"
+    assumption_kind: ClassVar[str] = "heuristic_family"
     assumption: ClassVar[str] = (
         "the run's privacy is exactly that of the last-iterate heuristic family "
         "Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2) with known T, q, n_c; "
@@ -185,17 +191,7 @@ class HeuristicFamilyAudit(AbstractAudit):
     )
 
     def __check_init__(self):
-        check_config(self)
-
-    def __call__(
-        self, scores: Scores, *, delta: float, accounting: Accounting | None = None
-    ) -> AuditResult:
-        """Audits `scores`; see the class docstring. `accounting` is required.
-
-        Raises:
-            ValueError: `accounting` is None (besides the errors of every audit).
-        """
-        return run_threshold_audit(self, scores, delta=delta, accounting=accounting)
+        check_in_interval("assumption_level", self.assumption_level, 0.0, 1.0)
 
     def _context(self, accounting) -> _FamilyContext:
         if accounting is None:
@@ -229,6 +225,18 @@ class HeuristicFamilyAudit(AbstractAudit):
     def _bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
         sigma, _, at_floor = sigma_upper_bound(fpr_ub, fnr_ub, ctx)
         extras = {"sigma_upper": sigma, "sigma_upper_at_floor": at_floor}
+        if at_floor:
+            # Rates that even the least private member of the family cannot produce: the
+            # family does not fit, and no member's epsilon is a bound on this run.
+            extras["eps_lower_note"] = (
+                "the family does not fit: the bounded rates "
+                f"(FPR <= {fpr_ub:.3g}, FNR <= {fnr_ub:.3g}) lie below the trade-off curve "
+                f"of every noise multiplier of the heuristic's family (T = "
+                f"{ctx.accounting.steps}, q = {ctx.accounting.sampling_prob:g}, n_c = "
+                f"{ctx.accounting.num_canary_steps}) down to sigma = {ctx.sigma_floor:.3g}; "
+                "use an assumption-free audit (eps_delta) or certify_violation"
+            )
+            return None, extras
         return _heuristic_epsilon(delta, sigma, ctx), extras
 
     def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
@@ -241,6 +249,10 @@ class HeuristicFamilyAudit(AbstractAudit):
             reachable = ctx.tradeoff(fp / n_out, ctx.sigma_floor) <= fn / n_in
         ok = np.flatnonzero(ok & reachable)
         if ok.size == 0:
-            return 0.0, -1, {"sigma_point": math.inf}
+            note = (
+                "the raw rates lie outside the family (below the trade-off curve of its "
+                "least private member)"
+            )
+            return 0.0, -1, {"sigma_point": None, "note": note}
         sigma, idx, _ = sigma_upper_bound(fp[ok] / n_out, fn[ok] / n_in, ctx)
         return _heuristic_epsilon(delta, sigma, ctx), int(ok[idx]), {"sigma_point": sigma}

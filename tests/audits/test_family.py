@@ -7,7 +7,7 @@ import pytest
 
 import advsim.bounds as bounds
 from advsim import Accounting, Scores
-from advsim.audits import GaussianDPAudit, HeuristicFamilyAudit
+from advsim.audits import AssumptionRejectedWarning, GaussianDPAudit, HeuristicFamilyAudit
 from advsim.audits._base import audit_at_threshold
 
 from ._helpers import every_step, family_scores
@@ -36,7 +36,8 @@ def test_acceptance_recovers_heuristic_within_5_percent(steps, q, truth):
     # world recovers the heuristic epsilon within 5% and never exceeds it.
     r, heuristic = _acceptance(steps, q, 1.0)
     assert heuristic == pytest.approx(truth, abs=1e-4)
-    assert r.rigorous
+    # An (eps, delta) bound under the family assumption, which holds here exactly.
+    assert r.guarantee.assumption == "heuristic_family" and not r.rigorous
     assert r.extras["sigma_upper"] >= 1.0  # soundness in the family's own parameter
     assert 0.95 * heuristic <= r.eps_lower <= heuristic
 
@@ -107,12 +108,15 @@ def test_no_sigma_excluded_gives_infinite_sigma_and_zero_eps():
 def test_rates_incompatible_with_the_family_are_flagged():
     # Perfectly separated scores: FNR_ub ~ 3.7e-5 at n = 10^5, but with probability
     # (1 - q)^T = 2^-10 ~ 9.8e-4 the canary is never sampled, so every member of the
-    # family has FNR >= 9.8e-4 (1 - FPR). The audit reports the smallest sigma it can
-    # resolve (a conservative sigma_upper) and flags it.
+    # family has FNR >= 9.8e-4 (1 - FPR). The family does not fit: no number is returned
+    # (it used to be the floor's heuristic eps, > 10), and the reason says so.
     n = 10**5
     s = Scores(np.full(n, 100.0), np.zeros(n))
     acc = every_step(10, 0.5, 1.0)
-    r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    with pytest.warns(AssumptionRejectedWarning):
+        r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
     assert r.extras["sigma_upper_at_floor"] is True
+    # The floor: the smallest shift (1) is 40 noise sds, sqrt(T) sigma = 1/40 (_FLOOR_SHIFT).
     assert r.extras["sigma_upper"] == pytest.approx(1 / (40 * math.sqrt(10)))
-    assert r.eps_lower > 10
+    assert r.eps_lower is None and "family does not fit" in r.eps_lower_note
+    assert r.eps_point is None and r.assumption_rejected

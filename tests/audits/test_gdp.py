@@ -51,7 +51,8 @@ def test_bound_at_fixed_threshold_matches_formula():
     mu = scipy.stats.norm.ppf(1 - r.fpr_upper) - scipy.stats.norm.ppf(r.fnr_upper)
     assert r.extras["mu_lower"] == pytest.approx(mu, rel=1e-12)
     assert r.eps_lower == pytest.approx(bounds.gdp_epsilon(DELTA, mu), rel=1e-12)
-    assert (r.rigorous, r.optimistic) == (False, False)
+    # A caller-given threshold is not known to be held out: not rigorous.
+    assert (r.rigorous, r.guarantee.held_out) == (False, False)
 
 
 def test_differs_from_jax_privacy_absolute_value():

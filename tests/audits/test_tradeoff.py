@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 
 from advsim import Accounting, Scores
-from advsim.audits import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
+from advsim.audits import (
+    PAPER_EPS_GRID,
+    EpsDeltaAudit,
+    TradeoffAudit,
+    observed_tradeoff,
+    tradeoff_audit,
+)
 from advsim.audits._tradeoff import _Search
 from advsim.bounds import gdp_epsilon, gdp_mu, gdp_tradeoff
 
@@ -75,22 +81,28 @@ def test_search_edges():
 
 @pytest.mark.parametrize("target", [1.0, 4.0])
 def test_sound_and_tight_on_the_worst_pair(target):
-    # Scores from the exact worst pair of sqrt(T)/sigma-GDP: eps_lower must not exceed the
-    # truth (95%: with this fixed seed it is checked, not hoped); it is within 20%, and
-    # the held-out point estimate within 10% (measured: 0.9 and 1.0-1.1 at eps = 1;
-    # 3.9 and 4.1 at eps = 4).
+    # Scores from the exact worst pair of sqrt(T)/sigma-GDP (q = 1: composition's curve IS
+    # the mechanism's, G_mu). eps_lower, an assumption-free (eps, delta) bound, must not
+    # exceed the truth (95%: with this fixed seed it is checked, not hoped). At 5 x 10^4
+    # held-out runs per world the (eps, delta) inequalities certify about half of it, as
+    # the eps_delta audit does on the same runs (measured 0.551 vs 0.570 at eps = 1,
+    # 2.025 vs 2.071 at eps = 4). The violated composition curve's epsilon (an index,
+    # tight here only because the curves coincide) is within 20% below the truth, and
+    # its held-out estimate within 10% (measured 0.9 and 1.1; 3.8 and 4.1).
     mu = gdp_mu(target, DELTA)
     rng = np.random.default_rng(int(target))
     scores = Scores(rng.normal(mu, 1, 10**5), rng.normal(0, 1, 10**5))
     r = tradeoff_audit(scores, delta=DELTA, accounting=_gdp_accounting(mu))
     truth = gdp_epsilon(DELTA, mu)
     assert r.eps_lower <= truth
-    assert r.eps_lower >= 0.8 * truth
+    assert r.eps_lower >= 0.9 * EpsDeltaAudit()(scores, delta=DELTA).eps_lower
+    assert 0.8 * truth <= r.extras["eps_composition_violated"] <= truth
     assert r.eps_point == pytest.approx(truth, rel=0.1)
-    assert r.extras["point_rule"] == "held_out_raw_rates"
+    assert r.extras["point_rule"] == "held_out_raw_rates_composition_equivalent"
     # Algorithm 2's own rule is biased upwards by the maximum over every threshold.
     assert r.extras["eps_algorithm2"] >= r.eps_point
     assert r.rigorous and r.method == "tradeoff" and r.fpr_upper >= r.fpr
+    assert r.guarantee.assumption == "none" and "composition-equivalent" in r.guarantee.certified
 
 
 def test_no_leakage_gives_zero():
@@ -108,8 +120,8 @@ def test_bad_inputs():
         TradeoffAudit(confidence=1.5)
     with pytest.raises(ValueError, match="increasing"):
         TradeoffAudit(eps_grid=(1.0, 0.5))
-    with pytest.raises(ValueError, match=">= 4 scores"):
-        TradeoffAudit()(Scores(np.ones(2), np.ones(2)), delta=DELTA, accounting=_gdp_accounting(1))
+    with pytest.raises(ValueError, match="at least 2 scores per world"):
+        TradeoffAudit()(Scores(np.ones(1), np.ones(2)), delta=DELTA, accounting=_gdp_accounting(1))
 
 
 @pytest.mark.slow
@@ -118,7 +130,8 @@ def test_likelihood_encoding_audit_is_sound_and_close():
     # calibrated by dp-accounting), 2e4 runs per world through the engine, with the
     # scale s = 100 (the paper's rule gives s = 10, whose decoding wraps in ~2.6% of the
     # steps at this sigma and loses leakage; see the mechanism's docstring). The rigorous
-    # bound must stay below eps = 2 (soundness) and the estimates must be near it.
+    # (eps, delta) bound must stay below eps = 2 (soundness); the violated composition
+    # curve's epsilon and its estimate are near it (the loss's curve is composition's).
     jax.config.update("jax_enable_x64", True)
     try:
         import advsim
@@ -132,8 +145,8 @@ def test_likelihood_encoding_audit_is_sound_and_close():
         r = TradeoffAudit()(scores, delta=DELTA, accounting=mech.accounting())
     finally:
         jax.config.update("jax_enable_x64", False)
-    assert r.eps_lower <= 2.0
-    assert r.eps_lower >= 1.0
+    assert 0.0 < r.eps_lower <= 2.0
+    assert 1.0 <= r.extras["eps_composition_violated"] <= 2.0
     assert 1.5 <= r.eps_point <= 2.6
 
 

@@ -1,0 +1,109 @@
+"""Guarantee: what an audit's `eps_lower` certifies, and what it rests on.
+
+Every `AuditResult` carries one `Guarantee`, so that a table, a plot or a JSON reader can
+tell a rigorous bound from a number that rests on an assumption, without knowing the
+method. It answers three questions:
+
+- *statement*: what kind of claim `eps_lower` is. Every audit in `advsim.audits` states an
+  (eps, delta) lower bound (`"eps_delta_lower_bound"`): with probability at least
+  `confidence`, the run is not (eps, delta)-DP for any eps < `eps_lower`.
+- *assumption*: what the statement needs besides the runs: `"none"`, `"gaussian_tradeoff"`
+  (the run's trade-off curve is G_mu for some mu: the GDP audit's conversion from mu to
+  eps) or `"heuristic_family"` (the run's privacy is that of the last-iterate heuristic's
+  family with known T and q: the family audit).
+- *held_out*: whether the threshold(s) were chosen on runs disjoint from those the rates
+  were counted on. Choosing and counting on the same runs (the papers' practice) ignores
+  the selection, and the interval can be too narrow.
+
+`rigorous` is true only for an assumption-free, held-out bound. `certified` adds what the
+same runs prove without any assumption when `eps_lower` itself needs one (the GDP audit:
+"not mu-GDP for any mu < mu_lower"), or a second assumption-free statement (the trade-off
+audit: the curve of composition that the rates certifiably violate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["ASSUMPTIONS", "STATEMENTS", "Guarantee"]
+
+#: The kinds of claim an audit's number can make.
+STATEMENTS = {
+    "eps_delta_lower_bound": "an (eps, delta) lower bound: the run is not (eps, delta)-DP "
+    "for any eps < eps_lower",
+}
+#: What a claim may rest on besides the runs.
+ASSUMPTIONS = {
+    "none": "no assumption about the mechanism",
+    "gaussian_tradeoff": "the run's trade-off curve is exactly Gaussian (G_mu for some mu)",
+    "heuristic_family": "the run's privacy is exactly that of the last-iterate heuristic's "
+    "family Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), with known T, q, n_c",
+}
+_SHORT = {"none": "", "gaussian_tradeoff": "assumes Gaussian", "heuristic_family": "assumes family"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Guarantee:
+    """What an audit's `eps_lower` certifies.
+
+    Attributes:
+        statement: a key of `STATEMENTS`.
+        assumption: a key of `ASSUMPTIONS`: what `eps_lower` needs besides the runs.
+        held_out: True iff every threshold behind `eps_lower` was chosen on runs disjoint
+            from those its rates were counted on.
+        multiplicity: how a choice among many tests was accounted for, in words (e.g.
+            "one threshold chosen on the other half" or "Bonferroni over 2 thresholds").
+        certified: an assumption-free statement the same runs support at the same
+            confidence, when there is one beyond `eps_lower` (else None).
+    """
+
+    statement: str
+    assumption: str
+    held_out: bool
+    multiplicity: str
+    certified: str | None = None
+
+    def __post_init__(self):
+        if self.statement not in STATEMENTS:
+            raise ValueError(
+                f"statement must be one of {sorted(STATEMENTS)}, got {self.statement!r}"
+            )
+        if self.assumption not in ASSUMPTIONS:
+            raise ValueError(
+                f"assumption must be one of {sorted(ASSUMPTIONS)}, got {self.assumption!r}"
+            )
+
+    @property
+    def rigorous(self) -> bool:
+        """True iff `eps_lower` is an assumption-free bound with a held-out threshold."""
+        return self.assumption == "none" and self.held_out
+
+    @property
+    def label(self) -> str:
+        """A short tag for tables and plots: "rigorous", "assumes Gaussian",
+        "assumes family", "optimistic", or an assumption plus "optimistic"."""
+        parts = [p for p in (_SHORT[self.assumption], "" if self.held_out else "optimistic") if p]
+        return ", ".join(parts) or "rigorous"
+
+    @property
+    def description(self) -> str:
+        """One sentence: the statement, what it rests on, how the threshold was chosen."""
+        text = f"{STATEMENTS[self.statement]}; assumes {ASSUMPTIONS[self.assumption]}"
+        text += (
+            "; threshold chosen on held-out runs"
+            if self.held_out
+            else "; threshold chosen on the runs it is counted on (optimistic)"
+        )
+        text += f" ({self.multiplicity})"
+        if self.certified:
+            text += f". Assumption-free: {self.certified}"
+        return text
+
+    def to_dict(self) -> dict:
+        """The fields plus `rigorous`, `label` and `description`, JSON-ready."""
+        return {
+            **dataclasses.asdict(self),
+            "rigorous": self.rigorous,
+            "label": self.label,
+            "description": self.description,
+        }
