@@ -1,0 +1,548 @@
+r"""Certify that a release's trade-off curve lies below a bound's: a counterexample claim.
+
+`certify_violation(scores, bound, accounting)` decides, assuming nothing about the
+mechanism, whether the audited release is *less private than a bound claims*: whether
+some threshold test "canary in iff score >= tau" has type-I error $\alpha$ (FPR, canary
+out) and type-II error $\beta$ (FNR, canary in) with $\beta < f(\alpha)$, where $f$ is
+the bound's trade-off curve. It reports the most demanding member of the bound's family
+that is still certifiably violated, as an *index*, never as the release's epsilon.
+
+**The families** (each indexed so that its curves are nested):
+
+- `"heuristic"`: the last-iterate heuristic (Theorem 1 of arXiv:2410.06186) at noise
+  multiplier $\sigma'$, with the run's $T$, $q$ and canary steps;
+- `"heuristic_max_over_steps"`: its maximum over horizons (Section 4.1 there), the
+  convex minorant of $\min_{t \le T} f_{t,\sigma'}$;
+- `"composition"`: DP-SGD releasing every iterate (dp_accounting PLD);
+- `"gdp"`: $G_\mu$ (Definition 2.7 of Dong, Roth & Su, arXiv:1905.02383).
+
+The first three curves rise with $\sigma'$ (more noise is a post-processing of less), so
+if the curve at $\sigma'$ is violated, so is every curve at $\sigma'' \ge \sigma'$. The
+certificate's `sigma_star` is the **smallest** $\sigma'$ found certifiably violated (to a
+relative 1e-3): *the release is less private than the bound claims for a run with noise
+multiplier sigma_star, and for any run with more noise*. `eps_equivalent` is that curve's
+epsilon at `delta` (e.g. the *heuristic-equivalent epsilon*, the epsilon the heuristic
+would report for noise multiplier `sigma_star`). A smaller `sigma_star` (a larger
+`eps_equivalent`) is a stronger counterexample. The release is a counterexample to the
+bound as applied to itself (`certified`) iff `sigma_star <= accounting.noise_multiplier`.
+For `"gdp"`, $G_\mu$ falls as $\mu$ rises, so `mu_star` is the **largest** $\mu$ found
+certifiably violated: the release is not $\mu$-GDP for any $\mu \le$ `mu_star`.
+
+**What a violation means.** Each bound's curve is its privacy profile's (Proposition
+2.12 of arXiv:1905.02383, both orders of the neighbouring pair; see
+`advsim.bounds._violation_curves`), so $\beta < f(\alpha)$ at a test means exactly: *the
+release is not $(\varepsilon', \delta_f(\varepsilon'))$-DP for some $\varepsilon' \ge 0$*
+(one line of the profile is crossed). It does **not** mean that the release's epsilon at
+`delta` exceeds `eps_equivalent`: the crossed line can be at another $\varepsilon'$.
+For an (eps, delta) lower bound use `audit(scores, "eps_delta", delta=...)`.
+
+**Method** (as the other held-out audits of `advsim.audits`): each world is split in two
+halves with `np.random.default_rng(seed)` (`split_halves`). On the first half, among a few
+thousand candidate thresholds (`candidate_thresholds`), whose rates are bounded by
+Clopper-Pearson at the Bonferroni level $(1 - c) / (2K)$ over the $K$ candidates, the
+`num_thresholds` = m witnesses that violate the family's curves most are chosen (ranked
+by their margin at the first half's own boundary index). On the held-out half their
+rates are counted and bounded at level $(1 - c) / (2m)$ each, so that with probability
+$\ge c$ every true rate is below its bound: $\alpha \le \bar\alpha$, $\beta \le \bar\beta$.
+Since $f$ is non-increasing, $\bar\beta < f(\bar\alpha)$ then implies
+$\beta \le \bar\beta < f(\bar\alpha) \le f(\alpha)$. The boundary index is found by
+doubling and then bisection on its logarithm; every curve compared is a guaranteed lower
+bound of the exact one (`advsim.bounds._violation_curves`), so numerics never certify a
+violation that is not there.
+
+Soundness: if the release really satisfies the family's curve at index $\theta$ (e.g. the
+linear process, whose curve is the heuristic's at its own $\sigma$), that curve and every
+lower one is certified violated with probability at most $1 - c$; so `sigma_star > sigma`
+(`mu_star < mu`) with probability $\ge c$. `tests/audits/test_certify.py` checks this
+on exact Gaussian and heuristic-family scores, and `scripts/certify_counterexamples.py`
+on 100 simulated linear processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from advsim._accounting import Accounting
+from advsim._scores import Scores
+from advsim._validation import check_delta, check_in_interval, check_int, check_positive
+from advsim.bounds import (
+    composition_epsilon_from_pld,
+    gdp_epsilon,
+    heuristic_epsilon,
+    heuristic_epsilon_max_over_steps,
+)
+from advsim.bounds._violation_curves import (
+    composition_curve_lower,
+    gdp_curve_lower,
+    heuristic_curve_lower,
+    heuristic_max_over_steps_curve_lower,
+    horizon_canary_counts,
+)
+
+from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves
+
+__all__ = ["VIOLATION_BOUNDS", "ViolationCertificate", "certify_violation"]
+
+#: The bounds whose curves `certify_violation` compares against.
+VIOLATION_BOUNDS = ("heuristic", "heuristic_max_over_steps", "composition", "gdp")
+
+_EPS_NAMES = {
+    "heuristic": "heuristic-equivalent epsilon",
+    "heuristic_max_over_steps": "max-over-steps-heuristic-equivalent epsilon",
+    "composition": "composition-equivalent epsilon",
+    "gdp": "GDP-equivalent epsilon",
+}
+_CURVE_NAMES = {
+    "heuristic": "the last-iterate heuristic's curve",
+    "heuristic_max_over_steps": "the max-over-steps heuristic's curve (convex minorant of "
+    "min_t f_t)",
+    "composition": "composition's curve",
+    "gdp": "the mu-GDP curve G_mu",
+}
+#: The search covers indices within this factor of the reference (sigma or mu), both ways.
+_SEARCH_FACTOR = 2.0**12
+#: Relative width of the final bracket (in sigma or mu).
+_RTOL = 1e-3
+#: Where the "gdp" search starts without accounting or reference.
+_SEARCH_START_MU = 1.0
+
+
+def _full_batch_mu(accounting: Accounting) -> float:
+    """q sqrt(n_c) / sigma: full-batch DP-GD with noise sigma / q (Appendix B of
+    arXiv:2410.06186), mu-GDP by Corollary 3.3 of arXiv:1905.02383."""
+    return (
+        accounting.sampling_prob
+        * math.sqrt(accounting.num_canary_steps)
+        / accounting.noise_multiplier
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ViolationCertificate:
+    """The outcome of `certify_violation`: which of a bound's curves the release beats.
+
+    Attributes:
+        bound: one of `VIOLATION_BOUNDS`.
+        certified: True iff the reference curve is certifiably violated: for the sigma
+            families, the bound's curve at `reference` (default: the run's own noise
+            multiplier; then the release is a counterexample to the bound, with
+            confidence `confidence`); for `"gdp"`, G_mu at `reference` (default: the
+            full-batch mu q sqrt(n_c) / sigma of the run when `accounting` is given,
+            Appendix B of arXiv:2410.06186), or, with neither, some G_mu (the worlds are
+            certifiably distinguishable).
+        sigma_star: sigma families: the smallest noise multiplier whose bound curve was
+            found certifiably violated (every larger one is too); None if none up to
+            `reference * 4096`. "gdp" with accounting: q sqrt(n_c) / mu_star.
+        mu_star: "gdp": the largest mu whose G_mu was found certifiably violated (every
+            smaller one is too: the release is not mu-GDP for mu <= mu_star); None if none
+            down to `reference / 4096`. None for the other bounds.
+        at_limit: the search stopped at the edge of its range while still violated (then
+            `sigma_star` / `mu_star` is only the edge, the truth is beyond).
+        eps_equivalent: the epsilon at `delta` of the violated curve at the star index
+            (`eps_equivalent_name` says which bound's epsilon); None without `delta` or
+            without a star. An index of the curve, NOT a lower bound on the release's
+            epsilon.
+        eps_equivalent_name: e.g. "heuristic-equivalent epsilon".
+        delta: the delta `eps_equivalent` is stated at (or None).
+        reference: the index `certified` refers to (sigma, or mu for "gdp"); None for
+            "gdp" with neither `reference` nor `accounting`.
+        witnesses: one dict per witness threshold: `threshold`, held-out counts `fp`,
+            `fn`, rates `fpr`, `fnr`, their Clopper-Pearson upper bounds `fpr_upper`,
+            `fnr_upper` (level (1 - c) / (2m) each) and `curve_at_fpr_upper`, the bound's
+            curve (lowered) at `fpr_upper` for the star index (None without a star).
+        confidence: c: every statement holds with probability >= c.
+        n_in, n_out: held-out runs per world the witnesses were counted on.
+        n_in_total, n_out_total: all runs per world.
+        n_candidates: thresholds considered on the choosing half.
+        seed: seed of the split.
+        statement: one sentence saying exactly what is certified.
+    """
+
+    bound: str
+    certified: bool
+    sigma_star: float | None
+    mu_star: float | None
+    at_limit: bool
+    eps_equivalent: float | None
+    eps_equivalent_name: str
+    delta: float | None
+    reference: float | None
+    witnesses: tuple
+    confidence: float
+    n_in: int
+    n_out: int
+    n_in_total: int
+    n_out_total: int
+    n_candidates: int
+    seed: int
+    statement: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready plain values (floats, ints, bools, strings, lists, dicts, None)."""
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+# ----------------------------------------------------------------------------------------
+# The family of curves, indexed by x so that "violated" is non-decreasing in x.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Family:
+    """Curves f_x, nested: f_x rises with x (x = log sigma, or -log mu for GDP)."""
+
+    bound: str
+    curve_at: Callable[[float], Callable]
+    x_ref: float
+    x_min: float
+    x_max: float
+
+    def index(self, x: float) -> float:
+        """sigma (or mu) of x."""
+        return math.exp(-x) if self.bound == "gdp" else math.exp(x)
+
+    def violated(self, x: float, a_up: np.ndarray, b_up: np.ndarray) -> bool:
+        return bool(a_up.size) and bool(np.any(b_up < self.curve_at(x)(a_up)))
+
+
+def _family(bound: str, accounting: Accounting | None, reference: float | None) -> _Family:
+    if bound == "gdp":
+        if reference is not None:
+            mu_ref = reference
+        elif accounting is None:
+            mu_ref = _SEARCH_START_MU
+        else:
+            mu_ref = _full_batch_mu(accounting)
+        x_ref = -math.log(mu_ref)
+        return _Family(
+            bound,
+            lambda x: gdp_curve_lower(math.exp(-x)),
+            x_ref,
+            x_ref - math.log(_SEARCH_FACTOR),
+            x_ref + math.log(_SEARCH_FACTOR),
+        )
+    T, q, n = accounting.steps, accounting.sampling_prob, accounting.num_canary_steps
+    if bound == "heuristic":
+
+        def curve_at(x):
+            return heuristic_curve_lower(T, q, math.exp(x), canary_steps=n)
+
+    elif bound == "heuristic_max_over_steps":
+        cs = accounting.canary_steps
+
+        def curve_at(x):
+            return heuristic_max_over_steps_curve_lower(T, q, math.exp(x), canary_steps=cs)
+
+    else:
+
+        def curve_at(x):
+            return composition_curve_lower(T, q, math.exp(x), canary_steps=n)
+
+    x_ref = math.log(accounting.noise_multiplier if reference is None else reference)
+    x_min = x_ref - math.log(_SEARCH_FACTOR)
+    if bound == "composition":
+        # A PLD at tiny sigma needs a huge grid; below sigma / 64 composition's eps is so
+        # large that no test of ~10^8 runs can violate its curve anyway.
+        x_min = x_ref - math.log(64.0)
+    return _Family(bound, curve_at, x_ref, x_min, x_ref + math.log(_SEARCH_FACTOR))
+
+
+def _boundary(fam: _Family, a_up: np.ndarray, b_up: np.ndarray) -> tuple:
+    """The smallest x (to _RTOL) with the curve f_x violated by a test (a_up, b_up).
+
+    Returns `(x, at_limit)`: x is a value found violated (None if none up to x_max);
+    `at_limit` when even x_min is violated.
+    """
+
+    def bad(x):
+        return fam.violated(x, a_up, b_up)
+
+    step = math.log(2.0)
+    if bad(fam.x_ref):
+        hi, lo = fam.x_ref, None
+        while lo is None:
+            x = max(hi - step, fam.x_min)
+            if not bad(x):
+                lo = x
+            else:
+                hi = x
+                if x <= fam.x_min:
+                    return hi, True
+            step *= 2.0
+    else:
+        lo, hi = fam.x_ref, None
+        while hi is None:
+            x = min(lo + step, fam.x_max)
+            if bad(x):
+                hi = x
+            else:
+                lo = x
+                if x >= fam.x_max:
+                    return None, False
+            step *= 2.0
+    tol = math.log1p(_RTOL)
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if bad(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, False
+
+
+def _eps_equivalent(bound: str, index: float, delta: float, accounting) -> float:
+    if bound == "gdp":
+        return float(gdp_epsilon(delta, index))
+    T, q, n = accounting.steps, accounting.sampling_prob, accounting.num_canary_steps
+    if bound == "heuristic":
+        return float(heuristic_epsilon(delta, T, q, index, canary_steps=n))
+    if bound == "composition":
+        return float(composition_epsilon_from_pld(delta, T, q, index, canary_steps=n))
+    if n == T:
+        return float(heuristic_epsilon_max_over_steps(delta, T, q, index))
+    counts = horizon_canary_counts(T, accounting.canary_steps)
+    return max(
+        float(heuristic_epsilon(delta, t, q, index, canary_steps=int(c)))
+        for t, c in enumerate(counts.tolist(), start=1)
+        if c > 0
+    )
+
+
+def _statement(bound, certified, star, at_limit, reference, ref_label, eps, delta, c, m) -> str:
+    """One sentence saying exactly what is certified (see `ViolationCertificate`)."""
+    how = (
+        f"With confidence {c:g} (Clopper-Pearson bounds on the held-out rates of {m} "
+        f"threshold test{'s' if m > 1 else ''})"
+    )
+    curve = _CURVE_NAMES[bound]
+    eps_txt = f" ({_EPS_NAMES[bound]} {eps:.4g} at delta = {delta:g})" if eps is not None else ""
+    if bound == "gdp":
+        start = _SEARCH_START_MU if reference is None else reference
+        if star is None:
+            return (
+                f"{how}, no G_mu with mu >= {start / _SEARCH_FACTOR:.3g} is certifiably "
+                "violated: nothing is certified."
+            )
+        edge = " (the edge of the search; larger mu may be violated too)" if at_limit else ""
+        if reference is None:
+            ref = ""
+        elif certified:
+            ref = f"; this includes {ref_label} mu = {reference:.4g}"
+        else:
+            ref = f"; {ref_label} mu = {reference:.4g} is not certifiably violated"
+        return (
+            f"{how}, the release's trade-off curve lies below G_mu at mu* = {star:.4g}"
+            f"{edge}{eps_txt}, hence the release is not mu-GDP for any mu <= {star:.4g}"
+            f"{ref}."
+        )
+    if star is None:
+        return (
+            f"{how}, {curve} is not certifiably violated at any noise multiplier up to "
+            f"{reference * _SEARCH_FACTOR:.3g} ({ref_label} is {reference:.4g}): nothing "
+            "is certified."
+        )
+    edge = " (the edge of the search; smaller ones may be violated too)" if at_limit else ""
+    if certified:
+        own = f", including {ref_label} {reference:.4g}"
+        if ref_label.startswith("the run's"):
+            own += ": the release is a counterexample to this bound"
+    else:
+        own = f"; not at {ref_label} {reference:.4g}"
+    return (
+        f"{how}, the release's trade-off curve lies below {curve} at noise multiplier "
+        f"sigma* = {star:.4g}{edge}{eps_txt} and at every larger noise multiplier{own}. "
+        "That is: the release is not (eps', delta(eps'))-DP for some eps' >= 0, with that "
+        "curve's delta(eps'); it is not a lower bound on the release's own epsilon at a "
+        "given delta."
+    )
+
+
+def _check_inputs(scores, bound, accounting, delta, confidence, seed, num_thresholds, reference):
+    if not isinstance(scores, Scores):
+        raise TypeError(f"scores must be an advsim.Scores, got {type(scores).__name__}")
+    if bound not in VIOLATION_BOUNDS:
+        raise ValueError(f"bound must be one of {VIOLATION_BOUNDS}, got {bound!r}")
+    if accounting is not None and not isinstance(accounting, Accounting):
+        raise TypeError(
+            f"accounting must be an advsim.Accounting or None, got {type(accounting).__name__}"
+        )
+    if accounting is None and bound != "gdp":
+        raise ValueError(
+            f"bound={bound!r} needs accounting=Accounting(steps, sampling_prob, "
+            "noise_multiplier, canary_steps) of the audited run (its T, q and canary steps "
+            "define the curves; its noise multiplier is the reference), got None"
+        )
+    if delta is not None:
+        delta = check_delta("delta", delta)
+    confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
+    seed = check_int("seed", seed, minimum=0)
+    num_thresholds = check_int("num_thresholds", num_thresholds, minimum=1)
+    if reference is not None:
+        reference = check_positive("reference", reference)
+    if scores.n_in < 2 or scores.n_out < 2:
+        raise ValueError(
+            "certify_violation needs at least 2 scores per world (one half chooses the "
+            f"witnesses, the other counts them), got n_in={scores.n_in}, n_out={scores.n_out}"
+        )
+    scores.check_finite()
+    return delta, confidence, seed, num_thresholds, reference
+
+
+def certify_violation(
+    scores: Scores,
+    bound: str,
+    accounting: Accounting | None = None,
+    *,
+    delta: float | None = None,
+    confidence: float = 0.95,
+    seed: int = 0,
+    num_thresholds: int = 1,
+    reference: float | None = None,
+) -> ViolationCertificate:
+    r"""Certifies, assumption-free, that the release's trade-off curve is below a bound's.
+
+    See the module docstring for the families, the meaning of a violation and the method.
+
+    Args:
+        scores: the adversary's scores in both worlds (higher means "canary in").
+        bound: one of `VIOLATION_BOUNDS`: `"heuristic"`, `"heuristic_max_over_steps"`,
+            `"composition"` or `"gdp"`.
+        accounting: the audited run's T, q, canary steps and noise multiplier (required
+            except for `"gdp"`, where it only sets the reference mu).
+        delta: the delta at which to name the violated curve's epsilon
+            (`eps_equivalent`); None leaves it out.
+        confidence: c in (0.5, 1).
+        seed: seed of `np.random.default_rng` for the split into halves.
+        num_thresholds: m >= 1 witness thresholds tested on the held-out half
+            (Bonferroni over them).
+        reference: the index that `certified` asks about: a noise multiplier for the
+            sigma families (default `accounting.noise_multiplier`), a mu for `"gdp"`
+            (default the run's full-batch mu, or none without accounting).
+
+    Returns:
+        A `ViolationCertificate`.
+
+    Raises:
+        ValueError: an unknown `bound`, no `accounting` for a sigma family, a bad
+            `delta`, `confidence`, `seed` or `num_thresholds`, fewer than 2 scores in a
+            world.
+        TypeError: `scores` or `accounting` of the wrong type.
+        NonFiniteScoresError: a score is NaN or inf.
+
+    Example:
+        >>> import numpy as np
+        >>> from advsim import Scores
+        >>> rng = np.random.default_rng(0)
+        >>> s = Scores(rng.normal(2.0, 1.0, 10**5), rng.normal(0.0, 1.0, 10**5))
+        >>> cert = certify_violation(s, "gdp", reference=1.5)  # the truth is G_2
+        >>> cert.certified, 1.9 < cert.mu_star <= 2.0
+        (True, True)
+    """
+    user_reference = reference is not None
+    delta, confidence, seed, m, reference = _check_inputs(
+        scores, bound, accounting, delta, confidence, seed, num_thresholds, reference
+    )
+    fam = _family(bound, accounting, reference)
+    cin = np.asarray(scores.canary_in, dtype=np.float64)
+    cout = np.asarray(scores.canary_out, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    sel_in, cnt_in = split_halves(cin, rng)
+    sel_out, cnt_out = split_halves(cout, rng)
+    sel_in, sel_out = np.sort(sel_in), np.sort(sel_out)
+    cnt_in, cnt_out = np.sort(cnt_in), np.sort(cnt_out)
+    alpha = (1.0 - confidence) / 2.0
+
+    # -- choose the witnesses on the first half (Bonferroni over the candidates) --------
+    cands = candidate_thresholds(sel_in, sel_out)
+    fp, fn = counts_at(sel_in, sel_out, cands)
+    a_sel = clopper_pearson_upper(fp, sel_out.size, alpha / cands.size)
+    b_sel = clopper_pearson_upper(fn, sel_in.size, alpha / cands.size)
+    x_sel, _ = _boundary(fam, a_sel, b_sel)
+    x_rank = fam.x_max if x_sel is None else x_sel
+    margin = fam.curve_at(x_rank)(a_sel) - b_sel
+    m = min(m, cands.size)
+    witnesses = cands[np.argsort(-margin, kind="stable")[:m]]
+
+    # -- count them on the held-out half ------------------------------------------------
+    fp_h, fn_h = counts_at(cnt_in, cnt_out, witnesses)
+    a_up = clopper_pearson_upper(fp_h, cnt_out.size, alpha / m)
+    b_up = clopper_pearson_upper(fn_h, cnt_in.size, alpha / m)
+    x_star, at_limit = _boundary(fam, a_up, b_up)
+    no_reference = bound == "gdp" and reference is None and accounting is None
+    reference = None if no_reference else fam.index(fam.x_ref)
+    certified = x_star is not None if no_reference else fam.violated(fam.x_ref, a_up, b_up)
+
+    star = None if x_star is None else fam.index(x_star)
+    sigma_star = mu_star = None
+    if bound == "gdp":
+        mu_star = star
+        if star is not None and accounting is not None:
+            sigma_star = accounting.sampling_prob * math.sqrt(accounting.num_canary_steps) / star
+    else:
+        sigma_star = star
+    eps = None
+    if delta is not None and star is not None:
+        eps = _eps_equivalent(bound, star, delta, accounting)
+    curve_vals = fam.curve_at(x_star)(a_up) if x_star is not None else np.full(a_up.size, np.nan)
+    wit = tuple(
+        {
+            "threshold": float(witnesses[i]),
+            "fp": int(fp_h[i]),
+            "fn": int(fn_h[i]),
+            "fpr": float(fp_h[i] / cnt_out.size),
+            "fnr": float(fn_h[i] / cnt_in.size),
+            "fpr_upper": float(a_up[i]),
+            "fnr_upper": float(b_up[i]),
+            "curve_at_fpr_upper": None if x_star is None else float(curve_vals[i]),
+        }
+        for i in range(m)
+    )
+    if bound == "gdp":
+        ref_label = "the given" if user_reference else "the run's full-batch"
+    else:
+        ref_label = (
+            "the given noise multiplier" if user_reference else "the run's own noise multiplier"
+        )
+    statement = _statement(
+        bound, certified, star, at_limit, reference, ref_label, eps, delta, confidence, m
+    )
+    return ViolationCertificate(
+        bound=bound,
+        certified=bool(certified),
+        sigma_star=sigma_star,
+        mu_star=mu_star,
+        at_limit=bool(at_limit),
+        eps_equivalent=eps,
+        eps_equivalent_name=_EPS_NAMES[bound],
+        delta=delta,
+        reference=None if reference is None else float(reference),
+        witnesses=wit,
+        confidence=float(confidence),
+        n_in=int(cnt_in.size),
+        n_out=int(cnt_out.size),
+        n_in_total=int(cin.size),
+        n_out_total=int(cout.size),
+        n_candidates=int(cands.size),
+        seed=int(seed),
+        statement=statement,
+    )
