@@ -86,9 +86,16 @@ class ThresholdSearchResult:
     Attributes:
         alpha: the Type I error rates $\\alpha_i$.
         threshold: $h_i$.
-        eps_lower, eps_point: the audits' epsilons per threshold.
+        eps_lower, eps_point: the audits' epsilons per threshold (NaN where an audit
+            gives none; its result says why).
         best: index of the largest `eps_lower`.
         results: the `AuditResult` of each threshold.
+        confidence: the confidence at which `best_eps` holds: with
+            `multiplicity="bonferroni"` every audit ran at `1 - (1 - confidence) / K`
+            over the K thresholds, so the maximum holds at `confidence`; with `"none"`
+            (the paper's practice) each audit ran at `confidence` and the maximum over
+            K of them does NOT hold at it (say so wherever it is printed).
+        multiplicity: `"bonferroni"` or `"none"`.
     """
 
     alpha: np.ndarray
@@ -97,6 +104,8 @@ class ThresholdSearchResult:
     eps_point: np.ndarray
     best: int
     results: tuple
+    confidence: float = 0.95
+    multiplicity: str = "bonferroni"
 
     @property
     def best_threshold(self) -> float:
@@ -112,8 +121,11 @@ class ThresholdSearchResult:
             {
                 "alpha": float(a),
                 "threshold": float(h),
-                "eps_lower": float(lo),
-                "eps_point": float(pt),
+                "eps_lower": None if np.isnan(lo) else float(lo),
+                "eps_point": None if np.isnan(pt) else float(pt),
+                "guarantee": r.guarantee.label,
+                "confidence_each": r.confidence,
+                "multiplicity": self.multiplicity,
                 "mu_lower": float(r.extras.get("mu_lower", np.nan)),
                 "mu_point": float(r.extras.get("mu_point", np.nan)),
             }
@@ -175,10 +187,17 @@ class ThresholdSearch(eqx.Module):
         method: str = "gdp",
         confidence: float = 0.95,
         threshold_selection: str = "split",
+        multiplicity: str = "bonferroni",
         chunk_size: int | None = None,
         progress: bool = False,
     ) -> ThresholdSearchResult:
         """Audits $A_S^{h_i}$ for every threshold, with the same runs' keys for each.
+
+        The best of K audits is a maximum over K statistics: with
+        `multiplicity="bonferroni"` (default) each audit runs at confidence
+        `1 - (1 - confidence) / K`, so that `best_eps` holds at `confidence` (union
+        bound); `"none"` reproduces the paper's Algorithm 5, each audit at `confidence`,
+        and the result records that the maximum is not covered.
 
         Args:
             mechanism: a `ThresholdLandscape` (its own threshold is replaced).
@@ -186,6 +205,7 @@ class ThresholdSearch(eqx.Module):
             key: a `jax.random.key` or int seed, shared by every threshold (common random
                 numbers: the thresholds are compared on the same noise draws).
             delta, method, confidence, threshold_selection: as `advsim.audits.audit`.
+            multiplicity: `"bonferroni"` or `"none"` (see above).
             chunk_size: as `advsim.simulate`.
             progress: a tqdm bar over the thresholds.
 
@@ -199,9 +219,16 @@ class ThresholdSearch(eqx.Module):
 
         trials = check_int("trials", trials, minimum=2)
         delta = check_delta("delta", delta)
+        if multiplicity not in ("bonferroni", "none"):
+            raise ValueError(
+                f"multiplicity must be 'bonferroni' or 'none', got {multiplicity!r}"
+            )
         if isinstance(key, int):
             key = jax.random.key(key)
         hs = self.thresholds(mechanism)
+        each = confidence
+        if multiplicity == "bonferroni":
+            each = 1.0 - (1.0 - confidence) / len(hs)
         results = []
         for h in tqdm(hs, desc="thresholds", disable=not progress):
             scores = advsim.simulate(
@@ -213,19 +240,21 @@ class ThresholdSearch(eqx.Module):
                     method,
                     delta=delta,
                     accounting=mechanism.accounting(),
-                    confidence=confidence,
+                    confidence=each,
                     threshold_selection=threshold_selection,
                 )
             )
-        lower = np.array([r.eps_lower for r in results])
-        point = np.array([r.eps_point for r in results])
+        lower = np.array([np.nan if r.eps_lower is None else r.eps_lower for r in results])
+        point = np.array([np.nan if r.eps_point is None else r.eps_point for r in results])
         return ThresholdSearchResult(
             alpha=np.asarray(self.alphas),
             threshold=hs,
             eps_lower=lower,
             eps_point=point,
-            best=int(np.argmax(lower)),
+            best=int(np.nanargmax(lower)) if np.any(np.isfinite(lower)) else 0,
             results=tuple(results),
+            confidence=confidence,
+            multiplicity=multiplicity,
         )
 
 

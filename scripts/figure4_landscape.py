@@ -119,7 +119,11 @@ def heatmap_table(rows, exact=None) -> list[dict]:
                 "eps_point_t1": first[1]["eps_point"],
                 "eps_point_t25": first[25]["eps_point"],
                 "ratio": ratios[0],
-                "ratio_point": first[25]["eps_point"] / first[1]["eps_point"],
+                "ratio_point": (
+                    first[25]["eps_point"] / first[1]["eps_point"]
+                    if first[25]["eps_point"] is not None and first[1]["eps_point"]
+                    else None
+                ),
                 "ratio_mean": statistics.fmean(ratios),
                 "ratio_min": min(ratios),
                 "ratio_max": max(ratios),

@@ -115,7 +115,7 @@ def plot(rows, curve, refs, path_stem, trials: int):
     vs = [float(r["v"]) for r in rows]
     ax.plot(
         vs,
-        [r["eps_point"] for r in rows],
+        [float("nan") if r["eps_point"] is None else r["eps_point"] for r in rows],
         linestyle="none",
         marker="o",
         mfc="white",
@@ -189,7 +189,8 @@ def main(argv=None) -> None:
     print(" ".join(f"{k} {v:.3f}" for k, v in refs.items()))
     print(f"{'v':>7} {'eps_lower':>9} {'eps_point':>9} {'exact':>7}")
     for r in sorted(rows, key=lambda r: float(r["v"])):
-        print(f"{float(r['v']):7g} {r['eps_lower']:9.3f} {r['eps_point']:9.3f} {r['exact']:7.3f}")
+        point = "n/a" if r["eps_point"] is None else f"{r['eps_point']:.3f}"
+        print(f"{float(r['v']):7g} {r['eps_lower']:9.3f} {point:>9} {r['exact']:7.3f}")
     print("wrote", ", ".join(str(p) for p in paths), f"({time.perf_counter() - start:.0f} s)")
 
 

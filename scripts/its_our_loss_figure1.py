@@ -68,8 +68,9 @@ def run_setting(sigma, q, steps, trials, seed) -> dict:
         eps_composition=composition_epsilon(DELTA, steps, q, sigma),
         eps_heuristic=heuristic_epsilon(DELTA, steps, q, sigma),
         eps_point=result.extras["eps_algorithm2"],
-        eps_held_out=result.eps_point,
+        eps_held_out=float("nan") if result.eps_point is None else result.eps_point,
         eps_lower=result.eps_lower,
+        eps_composition_violated=result.extras["eps_composition_violated"],
         simulate_s=sim_s,
     )
 
@@ -153,6 +154,7 @@ def main(argv=None) -> None:
         "eps_point",
         "eps_held_out",
         "eps_lower",
+        "eps_composition_violated",
         "simulate_s",
     ]
     table = [{k: r[k] for k in keys} for r in results]
@@ -170,13 +172,13 @@ def main(argv=None) -> None:
     print(f"\ndelta = {DELTA}, {trials} runs per world")
     print(
         f"{'sigma':>5} {'q':>5} {'T':>5} {'eps':>6} {'heur':>6} {'point':>6} {'held':>6} "
-        f"{'lower':>6} {'sim s':>6}"
+        f"{'lower':>6} {'viol.':>6} {'sim s':>6}"
     )
     for r in table:
         print(
             f"{r['sigma']:5g} {r['q']:5g} {r['steps']:5d} {r['eps_composition']:6.2f} "
             f"{r['eps_heuristic']:6.2f} {r['eps_point']:6.2f} {r['eps_held_out']:6.2f} "
-            f"{r['eps_lower']:6.2f} {r['simulate_s']:6.0f}"
+            f"{r['eps_lower']:6.2f} {r['eps_composition_violated']:6.2f} {r['simulate_s']:6.0f}"
         )
     print("wrote", ", ".join(str(p) for p in paths), f"({time.perf_counter() - start:.0f} s)")
 
