@@ -11,6 +11,8 @@ import math
 
 import mpmath as mp
 import pytest
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
 
 from advsim import Accounting
 from advsim.bounds import (
@@ -36,6 +38,30 @@ def gdp_delta_mpmath(eps, mu):
     with mp.workdps(40):
         eps, mu = mp.mpf(eps), mp.mpf(mu)
         return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
+
+
+def gdp_epsilon_mpmath(delta, mu):
+    """The root in eps of Corollary 2.13 of arXiv:1905.02383 = delta, at 40 digits
+    (delta(eps) decreases in eps; bisection on [0, mu^2 / 2 + mu * Phi^{-1}(1 - delta) + 1],
+    where Phi(-eps/mu + mu/2) alone is already below delta)."""
+    with mp.workdps(40):
+        target = mp.mpf(delta)
+        lo, hi = mp.mpf(0), mp.mpf(mu) ** 2 / 2 + mu * (-mp.sqrt(2) * mp.erfinv(2 * target - 1))
+        hi = max(hi, mp.mpf(0)) + 1
+        if gdp_delta_mpmath(0, mu) <= target:
+            return 0.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if gdp_delta_mpmath(mid, mu) > target else (lo, mid)
+        return float((lo + hi) / 2)
+
+
+def gaussian_composition_dp_accounting(delta, sigma, n, vdi=1e-4):
+    """dp_accounting's PLD accountant on n Gaussian mechanisms of noise sigma, called
+    directly (no code of advsim.bounds in the way)."""
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
+    acc.compose(dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(sigma), n))
+    return acc.get_epsilon(delta)
 
 
 @pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 4.0, 30.0])
@@ -76,19 +102,35 @@ def test_gdp_special_values():
 @pytest.mark.parametrize("delta", [1e-5, 1e-10])
 def test_q_one_all_three_bounds_coincide(T, n, sigma, delta):
     """Appendix B of arXiv:2410.06186: full-batch DP-GD, all iterates or last only, is
-    sqrt(T)/sigma-GDP."""
-    exact = gdp_epsilon(delta, math.sqrt(n) / sigma)
+    sqrt(T)/sigma-GDP. The reference is the 40-digit root of Corollary 2.13 of
+    arXiv:1905.02383, and dp_accounting's accountant on T Gaussian mechanisms."""
+    exact = gdp_epsilon_mpmath(delta, math.sqrt(n) / sigma)
     assert heuristic_epsilon(delta, T, 1.0, sigma) == pytest.approx(exact, rel=1e-11)
     assert full_batch_epsilon(delta, T, 1.0, sigma) == pytest.approx(exact, rel=1e-12)
     comp = composition_epsilon(delta, T, 1.0, sigma)
-    assert exact - 1e-9 <= comp <= exact + COMPOSITION_ATOL
+    assert comp == pytest.approx(exact, rel=1e-12)
+    # The accountant is pessimistic, within its grid (measured 3e-9 here).
+    pld = gaussian_composition_dp_accounting(delta, sigma, n)
+    assert exact - 1e-9 <= pld <= exact + COMPOSITION_ATOL
+    assert composition_delta(exact, T, 1.0, sigma) == pytest.approx(delta, rel=1e-9)
 
 
 def test_composition_over_canary_steps_only():
-    # With q = 1, n canary steps of T compose to sqrt(n)/sigma-GDP.
+    # With q = 1, n canary steps of T compose to sqrt(n)/sigma-GDP (the 40-digit root),
+    # and only the canary steps count (dp_accounting on 9 Gaussian mechanisms).
     comp = composition_epsilon(1e-6, 50, 1.0, 4.0, canary_steps=9)
-    exact = gdp_epsilon(1e-6, 3 / 4.0)
-    assert exact - 1e-9 <= comp <= exact + COMPOSITION_ATOL
+    exact = gdp_epsilon_mpmath(1e-6, 3 / 4.0)
+    assert comp == pytest.approx(exact, rel=1e-12)
+    pld = gaussian_composition_dp_accounting(1e-6, 4.0, 9)
+    assert exact - 1e-9 <= pld <= exact + COMPOSITION_ATOL
+    # Subsampled: the canary steps are what the accountant composes, not the steps.
+    sub = composition_epsilon(
+        1e-6, 50, 0.1, 1.0, canary_steps=9, value_discretization_interval=1e-3
+    )
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-3)
+    event = dp_event.PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(1.0))
+    acc.compose(dp_event.SelfComposedDpEvent(event, 9))
+    assert sub == pytest.approx(acc.get_epsilon(1e-6), rel=1e-12)
 
 
 @pytest.mark.parametrize("q", [0.01, 0.1, 0.5])
@@ -123,19 +165,24 @@ def test_composition_delta_and_epsilon_are_consistent():
     assert delta == pytest.approx(1e-6, rel=1e-3)
 
 
-def test_full_batch_is_gdp_with_mu_q_sqrt_n_over_sigma():
-    # DP-GD with q = 1 and noise sigma / q (Equation 4 of arXiv:2410.06186).
-    assert full_batch_epsilon(1e-5, 100, 0.1, 1.0) == pytest.approx(
-        gdp_epsilon(1e-5, 1.0), rel=1e-15
-    )
-    assert full_batch_epsilon(1e-5, 100, 0.1, 1.0, canary_steps=25) == pytest.approx(
-        gdp_epsilon(1e-5, 0.5), rel=1e-15
-    )
+@pytest.mark.parametrize(
+    ("T", "n", "q", "sigma"), [(100, 100, 0.1, 1.0), (100, 25, 0.1, 1.0), (7, 3, 0.3, 0.7)]
+)
+def test_full_batch_is_gdp_with_mu_q_sqrt_n_over_sigma(T, n, q, sigma):
+    """DP-GD with q = 1 and noise sigma / q over the n canary steps (Equation 4 of
+    arXiv:2410.06186): the 40-digit GDP root with mu = q sqrt(n) / sigma, and
+    dp_accounting's accountant on n Gaussian mechanisms of noise sigma / q."""
+    got = full_batch_epsilon(1e-5, T, q, sigma, canary_steps=n)
+    exact = gdp_epsilon_mpmath(1e-5, q * math.sqrt(n) / sigma)
+    assert got == pytest.approx(exact, rel=1e-12)
+    pld = gaussian_composition_dp_accounting(1e-5, sigma / q, n)
+    assert exact - 1e-9 <= pld <= exact + COMPOSITION_ATOL
 
 
 def test_calibrate_noise_multiplier_gaussian():
-    # q = 1, T = 100: composition is sqrt(100)/sigma-GDP, so eps(mu = 1) needs sigma = 10.
-    sigma = calibrate_noise_multiplier(gdp_epsilon(1e-5, 1.0), 1e-5, 100, 1.0)
+    # q = 1, T = 100: composition is sqrt(100)/sigma-GDP, so eps(mu = 1) needs sigma = 10;
+    # eps(mu = 1, delta = 1e-5) = 4.377178095681225 (the mpmath root, see above).
+    sigma = calibrate_noise_multiplier(4.377178095681225, 1e-5, 100, 1.0)
     assert sigma == pytest.approx(10.0, rel=1e-5)
 
 

@@ -13,18 +13,15 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+import scipy.stats
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 from advsim.bounds import (
     binomial_mixture,
-    full_batch_epsilon,
-    gdp_epsilon,
     heuristic_delta,
     heuristic_epsilon,
     heuristic_epsilon_curve,
     heuristic_epsilon_max_over_steps,
-    mixture_delta,
-    mixture_epsilon,
 )
 
 RTOL = 1e-9  # the requirement is 1e-6; observed errors are ~1e-14
@@ -225,32 +222,35 @@ def test_delta_below_the_smallest_double_is_zero():
 @pytest.mark.parametrize(("T", "sigma"), [(1, 1.0), (7, 2.0), (1000, 30.0), (10**6, 900.0)])
 @pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-12])
 def test_q_one_is_the_gaussian_mechanism(T, sigma, delta):
-    """q = 1: P = N(T, T sigma^2), i.e. mu = sqrt(T) / sigma (Appendix B of the paper)."""
+    """q = 1: P = N(T, T sigma^2), i.e. mu = sqrt(T) / sigma (Appendix B of the paper);
+    the mpmath oracle with its single atom at T is the Gaussian mechanism."""
     eps = heuristic_epsilon(delta, T, 1.0, sigma)
-    assert eps == pytest.approx(gdp_epsilon(delta, math.sqrt(T) / sigma), rel=1e-11)
-    assert eps == pytest.approx(full_batch_epsilon(delta, T, 1.0, sigma), rel=1e-11)
+    expected = TheoremOneOracle(T, 1.0, sigma).epsilon(delta, eps)
+    assert eps == pytest.approx(float(expected), rel=1e-11)
 
 
 def test_canary_steps_with_q_one():
     # n of T steps carry the canary: P = N(n, T sigma^2), mu = n / (sqrt(T) sigma).
     eps = heuristic_epsilon(1e-6, 100, 1.0, 5.0, canary_steps=30)
-    assert eps == pytest.approx(gdp_epsilon(1e-6, 30 / (10 * 5.0)), rel=1e-11)
+    expected = TheoremOneOracle(100, 1.0, 5.0, n=30).epsilon(1e-6, eps)
+    assert eps == pytest.approx(float(expected), rel=1e-11)
 
 
 @pytest.mark.parametrize(("T", "n"), [(10, 1), (100, 37), (1000, 1000)])
 def test_canary_steps_is_the_binomial_mixture_over_all_noise(T, n):
-    support, probs = binomial_mixture(n, 0.1)
-    scale = math.sqrt(T) * 0.9
-    assert heuristic_epsilon(1e-6, T, 0.1, 0.9, canary_steps=n) == pytest.approx(
-        mixture_epsilon(1e-6, support, probs, scale), rel=1e-12
-    )
-    assert heuristic_delta(1.0, T, 0.1, 0.9, canary_steps=n) == pytest.approx(
-        mixture_delta(1.0, support, probs, scale), rel=1e-12
+    """n canary steps of T: Binomial(n, q) atoms over the noise of all T steps, checked
+    against the mpmath oracle built with that n (not against advsim's own mixture)."""
+    q, sigma, delta = 0.1, 0.9, 1e-6
+    eps = heuristic_epsilon(delta, T, q, sigma, canary_steps=n)
+    log_tol = eps + 5.0 - math.log(delta) + math.log(n + 1) + 30.0
+    oracle = TheoremOneOracle(T, q, sigma, n=n, log_tol=log_tol)
+    assert oracle.truncation_bound(max(eps, 1.0)) < mp.mpf(1e-12) * delta
+    assert eps == pytest.approx(float(oracle.epsilon(delta, eps)), rel=RTOL)
+    assert heuristic_delta(1.0, T, q, sigma, canary_steps=n) == pytest.approx(
+        float(oracle.delta(1.0)), rel=RTOL
     )
     if n < T:
-        assert heuristic_epsilon(1e-6, T, 0.1, 0.9, canary_steps=n) < heuristic_epsilon(
-            1e-6, T, 0.1, 0.9
-        )
+        assert eps < heuristic_epsilon(delta, T, q, sigma)
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 10])
@@ -259,7 +259,8 @@ def test_agrees_with_dp_accounting_mixture_of_gaussians(T):
     probabilities, noise sqrt(T) sigma): pessimistic, so never below the exact value, and
     above it by its discretization error (~7e-5 at interval 1e-2, quadratic in it)."""
     q, sigma, delta = 0.1, 1.0, 1e-5
-    support, probs = binomial_mixture(T, q)
+    support = np.arange(T + 1)  # the atoms from scipy, not from advsim's binomial code
+    probs = scipy.stats.binom.pmf(support, T, q)
     pmf = pld.from_mixture_gaussian_mechanism(
         standard_deviation=math.sqrt(T) * sigma,
         sensitivities=support.tolist(),
