@@ -41,7 +41,8 @@ halves with `np.random.default_rng(seed)` (`split_halves`). On the first half, a
 thousand candidate thresholds (`candidate_thresholds`), whose rates are bounded by
 Clopper-Pearson at the Bonferroni level $(1 - c) / (2K)$ over the $K$ candidates, the
 `num_thresholds` = m witnesses that violate the family's curves most are chosen (ranked
-by their margin at the first half's own boundary index). On the held-out half their
+by their margin at the first half's own boundary index; when no candidate violates any
+curve at that level, at the level $(1 - c) / 2$, then by raw rates). On the held-out half their
 rates are counted and bounded at level $(1 - c) / (2m)$ each, so that with probability
 $\ge c$ every true rate is below its bound: $\alpha \le \bar\alpha$, $\beta \le \bar\beta$.
 Since $f$ is non-increasing, $\bar\beta < f(\bar\alpha)$ then implies
@@ -475,9 +476,18 @@ def certify_violation(
     # -- choose the witnesses on the first half (Bonferroni over the candidates) --------
     cands = candidate_thresholds(sel_in, sel_out)
     fp, fn = counts_at(sel_in, sel_out, cands)
-    a_sel = clopper_pearson_upper(fp, sel_out.size, alpha / cands.size)
-    b_sel = clopper_pearson_upper(fn, sel_in.size, alpha / cands.size)
-    x_sel, _ = _boundary(fam, a_sel, b_sel)
+    # If no candidate violates any curve at the Bonferroni level (too few runs for it),
+    # rank at the single level, then by raw rates: any rule that looks only at the first
+    # half keeps the held-out certificate valid; these only pick a sensible witness.
+    for level in (alpha / cands.size, alpha, None):
+        if level is None:
+            a_sel, b_sel = fp / sel_out.size, fn / sel_in.size
+        else:
+            a_sel = clopper_pearson_upper(fp, sel_out.size, level)
+            b_sel = clopper_pearson_upper(fn, sel_in.size, level)
+        x_sel, _ = _boundary(fam, a_sel, b_sel)
+        if x_sel is not None:
+            break
     x_rank = fam.x_max if x_sel is None else x_sel
     margin = fam.curve_at(x_rank)(a_sel) - b_sel
     m = min(m, cands.size)
