@@ -2,7 +2,7 @@
 
 The linear 1-D process is the heuristic's tight case (proof of Theorem 1 of
 arXiv:2410.06186), so the family audit of its simulated runs must recover the heuristic
-epsilon, and no empirical lower bound may exceed composition.
+epsilon, and no sound empirical lower bound may exceed it (nor composition).
 """
 
 import pytest
@@ -39,11 +39,18 @@ def test_family_audit_of_simulated_linear_process_recovers_heuristic(steps, q, s
 
 @pytest.mark.parametrize("method", ["family", "gdp", "eps_delta", "tradeoff"])
 @pytest.mark.parametrize("adversary", [ProjectionScore(), LikelihoodRatioScore()])
-def test_lower_bound_never_exceeds_composition(method, adversary):
+def test_lower_bound_never_exceeds_the_exact_epsilon(method, adversary):
+    # The linear process's last iterate is exactly Theorem 1's pair (arXiv:2410.06186), and
+    # both scores are post-processings of it, so the exact epsilon is the heuristic
+    # (tests/advsim/test_bounds_heuristic.py checks it against an mpmath oracle), well
+    # below composition here (5.64 vs 6.62). The rigorous audits and the family audit
+    # (whose assumption holds exactly) must stay below it; the GDP audit's assumption does
+    # not hold for q < 1, so for it only composition is a theorem.
     mech = LinearProcess(steps=20, sampling_prob=0.2, noise_multiplier=1.0)
     rec = run_audit(mech, adversary, trials=50_000, seed=1, method=method, delta=1e-5)
-    assert 0.0 <= rec.eps_lower <= rec.composition
-    assert rec.heuristic <= rec.composition + 1e-6
+    assert rec.heuristic <= rec.composition - 0.5
+    exact = rec.composition if method == "gdp" else rec.heuristic
+    assert 0.0 <= rec.eps_lower <= exact
 
 
 def test_record_carries_accounting_of_the_crafted_mechanism():
