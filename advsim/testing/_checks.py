@@ -302,6 +302,7 @@ def calibration_fraction(
     interval_level: float = 0.95,
     rtol: float = 1e-9,
     label: str = "",
+    audit_kwargs: Mapping | None = None,
 ) -> Calibration:
     """Repeats an audit on independent score sets and counts `eps_lower > true_eps`.
 
@@ -323,11 +324,13 @@ def calibration_fraction(
         rtol: `eps_lower` counts as a failure only above `true_eps * (1 + rtol)` (rounding).
         label: describes the scenario in reports (default: the sampler's `description`
             attribute, which the samplers here set, and the threshold selection).
+        audit_kwargs: further fields of the audit (`get_audit(method, **audit_kwargs)`),
+            e.g. `{"eps_grid": (20.0,)}` for a cheaper "tradeoff" audit.
 
     Returns:
         A `Calibration` record; call `.check()` to assert.
     """
-    from advsim.audits import audit
+    from advsim.audits import get_audit
 
     repeats = check_int("repeats", repeats, minimum=1)
     true_eps = check_nonnegative("true_eps", true_eps)
@@ -335,15 +338,14 @@ def calibration_fraction(
     p_value = check_in_interval("p_value", p_value, 0.0, 1.0)
     eps, failing = [], []
     for i in range(repeats):
-        r = audit(
-            sampler(seed + i),
+        auditor = get_audit(
             method,
-            delta=delta,
-            accounting=accounting,
             confidence=confidence,
             threshold_selection=threshold_selection,
             seed=seed + i,
+            **dict(audit_kwargs or {}),
         )
+        r = auditor(sampler(seed + i), delta=delta, accounting=accounting)
         # None (the method's model does not fit the rates) makes no claim: 0 for the median.
         eps.append(0.0 if r.eps_lower is None else r.eps_lower)
         if r.eps_lower is not None and r.eps_lower > true_eps * (1.0 + rtol):
