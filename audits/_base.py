@@ -287,8 +287,9 @@ def _result(audit, delta, fields, point, held_out, multiplicity, check, extras) 
         warnings.warn(
             AssumptionRejectedWarning(
                 f"the {audit.method!r} audit's assumption ({audit.assumption_kind}) is "
-                f"rejected by the held-out runs at level {check.level:g} (worst point "
-                f"{check.worst}); its eps_lower = {fields['eps_lower']} rests on it"
+                f"rejected by the held-out runs: {check.describe()}. Its eps_lower = "
+                f"{fields['eps_lower']} rests on that assumption; for an assumption-free "
+                "bound use 'eps_delta' or 'tradeoff', or certify_violation"
             ),
             stacklevel=4,
         )

@@ -20,6 +20,7 @@ import advsim.bounds as _bounds
 from advsim._accounting import Accounting
 from advsim._validation import check_in_interval
 
+from ._assumption import check_heuristic_family
 from ._base import AbstractThresholdAudit
 
 __all__ = ["HeuristicFamilyAudit"]
@@ -238,6 +239,11 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
             )
             return None, extras
         return _heuristic_epsilon(delta, sigma, ctx), extras
+
+    def _check_assumption(self, sorted_in, sorted_out, ctx):
+        return check_heuristic_family(
+            sorted_in, sorted_out, ctx.accounting, level=self.assumption_level
+        )
 
     def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         ok = (fp >= self.min_count) & (fn >= self.min_count)

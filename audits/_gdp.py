@@ -11,6 +11,7 @@ import scipy.stats
 import advsim.bounds as _bounds
 from advsim._validation import check_in_interval
 
+from ._assumption import check_gaussian_tradeoff
 from ._base import AbstractThresholdAudit
 
 __all__ = ["GaussianDPAudit"]
@@ -106,6 +107,9 @@ class GaussianDPAudit(AbstractThresholdAudit):
 
     def _certified(self, extras) -> str:
         return f"the run is not mu-GDP for any mu < mu_lower = {extras['mu_lower']:.6g}"
+
+    def _check_assumption(self, sorted_in, sorted_out, ctx):
+        return check_gaussian_tradeoff(sorted_in, sorted_out, level=self.assumption_level)
 
     def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         ok = np.flatnonzero((fp >= self.min_count) & (fn >= self.min_count))
