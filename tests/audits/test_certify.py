@@ -325,7 +325,7 @@ def test_bad_scores():
 @pytest.mark.parametrize("bound", ["heuristic", "gdp"])
 def test_false_certifications_in_100_repeats(bound):
     # The curve of the truth is never violated: false certifications in 100 repeats at
-    # c = 0.95 must not exceed binom.ppf(0.999, 100, 0.05) (= 12).
+    # c = 0.95 must not exceed binom.ppf(0.999, 100, 0.05) (= 13).
     reps, c = 100, 0.95
     allowed = int(scipy.stats.binom.ppf(0.999, reps, 1 - c))
     steps, q, sigma = 10, 0.1, 1.0
