@@ -24,6 +24,7 @@ method's assumption; `"same"` reproduces the papers' practice and is marked opti
 
 from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
 from ._base import AbstractAudit, AbstractThresholdAudit, AssumptionRejectedWarning
+from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
@@ -46,7 +47,10 @@ __all__ = [
     "PAPER_EPS_GRID",
     "STATEMENTS",
     "TradeoffAudit",
+    "VIOLATION_BOUNDS",
+    "ViolationCertificate",
     "audit",
+    "certify_violation",
     "get_audit",
     "observed_tradeoff",
     "tradeoff_audit",

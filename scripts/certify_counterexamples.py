@@ -111,7 +111,7 @@ def _params(acc) -> str:
 
 def _certify_grid(name, mech, adversary, delta, max_trials, seed) -> dict:
     import advsim
-    from advsim.audits._certify import certify_violation
+    from advsim.audits import certify_violation
     from advsim.bounds import heuristic_epsilon, heuristic_epsilon_max_over_steps
 
     acc = mech.accounting()
@@ -244,7 +244,7 @@ def _quadratic_analysis() -> dict:
 def _linear_repeats(repeats, trials) -> dict:
     import advsim
     from advsim.adversaries import ProjectionScore
-    from advsim.audits._certify import certify_violation
+    from advsim.audits import certify_violation
     from advsim.mechanisms import LinearProcess
 
     mech = LinearProcess(steps=10, sampling_prob=0.1, noise_multiplier=1.0)

@@ -25,7 +25,7 @@ import pytest
 import scipy.stats
 
 from advsim import Accounting, NonFiniteScoresError, Scores
-from advsim.audits._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
+from advsim.audits import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from advsim.bounds import heuristic_delta, heuristic_epsilon_max_over_steps, linear_loss_tradeoff
 from advsim.bounds._violation_curves import (
     EPS_GRID,
