@@ -148,6 +148,18 @@ def test_family_check_rejects_gaussian_scores_of_the_wrong_shape():
     assert not r1.rejected and r1.param_interval[0] <= 1.0 <= r1.param_interval[1]
 
 
+def test_family_floor_rejects_perfectly_separated_scores():
+    # Family T = 10, q = 0.1, canary in every step: with probability 0.9^10 = 0.349 the
+    # canary is never sampled, so f_sigma(a) >= 0.349 (1 - a) for every sigma (the k = 0
+    # atom), while perfectly separated scores have FNR 0 at FPR ~ 0: no sigma at all fits
+    # that box (its lower limit on 1/sigma is +inf), whatever the other boxes allow.
+    cin, cout = np.arange(10_000.0) + 10_000.0, np.arange(10_000.0)
+    r = check_heuristic_family(cin, cout, every_step(10, 0.1, 1.0))
+    assert r.rejected and r.param_interval is None
+    # G_mu (and the family with q = 1) reach FNR ~ 0 at FPR ~ 0 for a large enough mu.
+    assert not check_gaussian_tradeoff(cin, cout).rejected
+
+
 # ----------------------------------------------------------------------------------------
 # The generic path agrees with the closed form; results serialise
 
