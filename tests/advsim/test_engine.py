@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -377,3 +378,98 @@ def test_block_size_depends_on_shapes_only():
 def test_default_chunk_size_is_whole_blocks_per_device():
     mech = LinearProcess(20, 0.2, 1.5)
     assert advsim.default_chunk_size(mech) == 16 * block_size(mech) * len(jax.devices())
+
+
+# --- the engine's clipping, sampling and noise, seen in simulate's scores ---------------------
+
+
+class _OverNormMechanism(AbstractMechanism):
+    """A 1-D linear loss whose raw gradients are 10 C: the canary and one group of
+    `n_data` identical examples all have gradient -10 C (the model moves up by C per
+    sampled example once clipped), no regularizer, learning rate 1, Poisson sampling."""
+
+    steps: int = eqx.field(static=True)
+    sampling_prob: np.ndarray
+    noise_multiplier: np.ndarray
+    clip_norm: np.ndarray
+    learning_rate: np.ndarray
+    canary_schedule: CanarySchedule
+    batching: str = eqx.field(static=True)
+    n_data: int = eqx.field(static=True)
+
+    def __init__(self, *, steps, sampling_prob, noise_multiplier, clip_norm, n_data):
+        (
+            self.steps,
+            self.sampling_prob,
+            self.noise_multiplier,
+            self.clip_norm,
+            self.learning_rate,
+            self.batching,
+        ) = validate_common(
+            steps=steps,
+            sampling_prob=sampling_prob,
+            noise_multiplier=noise_multiplier,
+            clip_norm=clip_norm,
+            learning_rate=1.0,
+            batching="poisson",
+        )
+        self.canary_schedule = CanarySchedule()
+        self.n_data = n_data
+
+    def init_model(self):
+        return jnp.zeros(1, jnp.float32)
+
+    def canary_gradient(self, model, t):
+        return jnp.full(1, -10.0, jnp.float32) * self.clip_norm
+
+    def data_gradients(self, model, t):
+        return jnp.full((1, 1), -10.0, jnp.float32) * self.clip_norm
+
+    def data_counts(self):
+        return jnp.asarray([self.n_data], jnp.int32)
+
+
+class _LastModel(advsim.AbstractAdversary):
+    def score(self, mechanism, release):
+        return release[..., 0]
+
+
+def _mixture_cdf(x, C, trials, q, noise_sd):
+    """CDF of C * Binomial(trials, q) + N(0, noise_sd^2), from scipy."""
+    k = np.arange(trials + 1)
+    pmf = scipy.stats.binom.pmf(k, trials, q)
+    return np.sum(pmf[None, :] * scipy.stats.norm.cdf((x[:, None] - C * k) / noise_sd), axis=1)
+
+
+def test_simulate_gives_the_law_that_clipping_sampling_and_noise_predict():
+    """The DP-SGD contract of DESIGN.md seen from outside the engine: with raw gradients of
+    norm 10 C, m_T = C (B_canary + B_data) + sigma C sqrt(T) Z, where the engine's Poisson
+    sampling makes B_canary ~ Binomial(T, q) (in-world only) and B_data ~ Binomial(n T, q):
+    the in-world law is C Binomial((n + 1) T, q) + N(0, sigma^2 C^2 T), the out-world law
+    C Binomial(n T, q) + N(0, sigma^2 C^2 T). Checked by Kolmogorov-Smirnov tests against
+    those closed forms (scipy), by the first two moments (5 standard errors), and against
+    what an engine that forgot to clip would give (rejected)."""
+    T, q, sigma, C, n, trials = 8, 0.25, 0.7, 0.5, 3, 20_000
+    mech = _OverNormMechanism(
+        steps=T, sampling_prob=q, noise_multiplier=sigma, clip_norm=C, n_data=n
+    )
+    scores = advsim.simulate(mech, _LastModel(), trials, jax.random.key(5))
+    noise_sd = sigma * C * math.sqrt(T)
+    for x, m in ((scores.canary_in, (n + 1) * T), (scores.canary_out, n * T)):
+        x = np.asarray(x, np.float64)
+        # Moments: mean C m q (q C per sampled slot per step), variance C^2 m q (1 - q)
+        # + sigma^2 C^2 T (the noise N(0, sigma^2 C^2) per step).
+        mean, var = C * m * q, C**2 * m * q * (1 - q) + noise_sd**2
+        assert abs(x.mean() - mean) < 5 * math.sqrt(var / trials), (x.mean(), mean)
+        var_se = var * math.sqrt(2 / trials) * 1.5  # a little above Gaussian: binomial part
+        assert abs(x.var() - var) < 5 * var_se, (x.var(), var)
+        # The whole law.
+        p = scipy.stats.kstest(x, lambda v, m=m: _mixture_cdf(v, C, m, q, noise_sd)).pvalue
+        assert p > 1e-3, p
+        # Unclipped, each sampled example would move the model by 10 C.
+        p_unclipped = scipy.stats.kstest(x, lambda v, m=m: _mixture_cdf(v, 10 * C, m, q, noise_sd))
+        assert p_unclipped.pvalue < 1e-12
+    # The canary's own contribution: a mean shift of q C per step.
+    shift = float(np.mean(scores.canary_in) - np.mean(scores.canary_out))
+    se = math.sqrt((C**2 * (2 * n + 1) * T * q * (1 - q) + 2 * noise_sd**2) / trials)
+    assert abs(shift - C * q * T) < 5 * se, (shift, C * q * T)
