@@ -26,16 +26,20 @@ as the bound reports it) rather than from the one-orientation Neyman-Pearson cur
 $\bar\delta(\varepsilon) \ge \delta(\varepsilon)$ gives lines below the exact $f$; so the
 curve here uses a finite grid (`EPS_GRID`) and rounds every delta up:
 
-- the Binomial atoms that `binomial_mixture` drops (log-probability below the mode's minus
-  800, or underflowing) have total mass $m \le (n + 1) \cdot 10^{-300}$; dropping and
+- the Binomial atoms more than $e^{-60}$ below the mode's probability are dropped (a
+  window of a few dozen atoms instead of all $n + 1$: the cost of the maximum over
+  horizons is rows x atoms x epsilons) and the rest renormalised; the dropped mass $m$
+  is computed exactly (scipy's Binomial tails) and rounded up, and since dropping and
   renormalising changes $H_{e^\varepsilon}(P\|Q)$ by at most $m$ and
-  $H_{e^\varepsilon}(Q\|P)$ by at most $e^\varepsilon m$ (write
-  $P = (1 - m)P' + mD$), so $(1 + e^\varepsilon) m$ is added;
+  $H_{e^\varepsilon}(Q\|P)$ by at most $e^\varepsilon m$ (write $P = (1 - m)P' + mD$),
+  $(1 + e^\varepsilon) m$ is added;
 - $\delta$ at a grid $\varepsilon$ is evaluated at the threshold $\tilde u$ solving
   $L(\tilde u) \approx \varepsilon$ (the batched solver of `advsim.bounds._mixture`);
   $|d\delta_+/d\varepsilon| \le e^{\varepsilon} Q(Y \ge u)$ and
   $|d\delta_-/d\varepsilon| \le Q(Y \le u)$, so the root's residual, widened by
-  $10^{-12}(1 + \varepsilon)$, is added times twice that slope; below the threshold
+  $10^{-12}(1 + \varepsilon)$, is added times twice that slope (a root with a residual
+  above $10^{-9}(1 + \varepsilon)$, where that slope bound could fail, gets
+  $\delta = 1$, i.e. no line); below the threshold
   $-40$ (where `_Batch.delta` stops), $\delta_-$ is read at $-40$, an upper bound because
   $\delta_-$ decreases in $\varepsilon$;
 - every delta is multiplied by $1 + 10^{-6}$ (the solver's relative error is ~1e-14) plus
@@ -59,13 +63,15 @@ $10^{-12}$.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
+import scipy.stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from advsim._validation import check_int, check_positive, check_probability
-from advsim.bounds._heuristic import _LOG_TOL, _binomial_log_atoms, _heuristic_batch
-from advsim.bounds._mixture import _U_MIN
+from advsim.bounds._heuristic import _binomial_log_atoms
+from advsim.bounds._mixture import _U_MIN, _Batch
 from advsim.bounds._tradeoff import TradeoffCurve, composition_tradeoff_curve
 
 __all__ = [
@@ -86,8 +92,13 @@ EPS_GRID = np.unique(
 _REL = 1e-6  # relative round-up of every delta
 _ABS_DELTA = 1e-300  # absolute round-up of every delta
 _CURVE_MARGIN = 1e-12  # absolute lowering of every profile curve
-_DROPPED_PER_ATOM = 1e-300  # mass bound per atom dropped by binomial_mixture
+_DROPPED_PER_ATOM = 1e-300  # absolute round-up of the dropped mass, per atom
+#: Atoms below the mode's log-probability minus this are dropped (their exact mass m is
+#: added to every delta as (1 + e^eps) m; at eps <= 30 that is < 1e-13 (n + 1)).
+_ATOM_LOG_TOL = 60.0
 _EPS_RESIDUAL = 1e-12  # relative widening of the threshold solver's residual
+_MAX_RESIDUAL = 1e-9  # a threshold root with a larger |L(u) - eps| / (1 + eps) is not used
+_BLOCK_ELEMENTS = 1 << 21  # (row, eps) pairs x atoms per block of the delta computation
 
 
 class LowerCurve:
@@ -110,23 +121,36 @@ class LowerCurve:
         return np.clip(self._fun(alpha), 0.0, 1.0)
 
 
-def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray) -> np.ndarray:
-    """Upper bounds on delta_t(eps) = max(H(P_t||Q_t), H(Q_t||P_t)), rows t, columns eps.
+def _dropped_mass(n: int, q: float, kept: np.ndarray) -> float:
+    """Binomial(n, q) mass outside the contiguous kept atoms, rounded up."""
+    lo, hi = int(kept[0]), int(kept[-1])
+    m = 0.0
+    if lo > 0:
+        m += float(scipy.stats.binom.cdf(lo - 1, n, q))
+    if hi < n:
+        m += float(scipy.stats.binom.sf(hi, n, q))
+    return m * (1.0 + _REL) + (n + 1) * _DROPPED_PER_ATOM
 
-    Row i: `steps[i]` noisy steps and a canary in `counts[i]` of them, i.e. the mixture of
-    Theorem 1 of arXiv:2410.06186 with Binomial(counts[i], q) atoms at scale
-    sqrt(steps[i]) sigma. See the module docstring for each round-up.
+
+def _batch_with_spare_row(steps, atoms, sigma: float) -> _Batch:
+    """`_heuristic_batch(steps, atoms, sigma)` plus a last, empty row that no pair uses.
+
+    `_Batch` takes whole-array views when it is given as many row indices as it has rows
+    and the first and last index span them all, which assumes distinct rows; the pairs
+    here repeat rows, and the spare row keeps that shortcut from ever applying.
     """
-    atoms = [_binomial_log_atoms(int(n), q, _LOG_TOL) for n in counts]
-    batch = _heuristic_batch(steps, atoms, sigma)
-    n_rows, n_eps = batch.size, eps.size
-    out = np.zeros((n_rows, n_eps))
-    live = np.flatnonzero(~batch.trivial)
-    if live.size == 0:
-        return out
-    rows = np.repeat(live, n_eps)
-    e = np.tile(eps, live.size)
+    width = max(k.size for k, _ in atoms)
+    z = np.zeros((len(atoms) + 1, width))
+    logp = np.full((len(atoms) + 1, width), -np.inf)
+    for i, ((k, lp), t) in enumerate(zip(atoms, steps, strict=True)):
+        z[i, : k.size] = k / (math.sqrt(t) * sigma)
+        logp[i, : k.size] = lp
+    return _Batch(z, logp)
 
+
+def _pair_deltas(batch, rows: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """max(delta_+, delta_-) at eps `e[i]` for batch row `rows[i]`, rounded up for the
+    threshold solver's residual (module docstring); NaN where the solver failed."""
     # delta_+ (P over Q): the threshold with L(u) = eps exists for eps >= 0 > log p0.
     u = batch.solve_loss(e, rows)
     logd, _, lval = batch.log_delta_plus(u, rows)
@@ -135,6 +159,9 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
     with np.errstate(over="ignore"):
         slope = 2.0 * np.exp(np.maximum(lval, e) + log_ndtr(-u))
     d_plus = d_plus + slope * resid
+    # The slope bound holds near the exact threshold only: an unconverged root (not seen
+    # in practice) gets the trivial delta 1.
+    d_plus = np.where(np.abs(lval - e) <= _MAX_RESIDUAL * (1.0 + e), d_plus, 1.0)
 
     # delta_- (Q over P): 0 when -eps <= log p0 (P >= p0 Q); otherwise at L(u) = -eps,
     # with the threshold clamped to _U_MIN (an upper bound: delta_- decreases in eps).
@@ -153,12 +180,41 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
         # Only where the root was solved is there a residual; at the clamp -L(u) <= eps.
         res_m = np.where(solve, np.abs(-lm - en), 0.0) + _EPS_RESIDUAL * (1.0 + en)
         dm = dm + 2.0 * ndtr(um) * res_m
+        dm = np.where(res_m <= _MAX_RESIDUAL * (1.0 + en), dm, 1.0)
         d_minus[idx] = dm
 
-    delta = np.maximum(d_plus, d_minus).reshape(live.size, n_eps)
+    return np.maximum(d_plus, d_minus)
+
+
+def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray) -> np.ndarray:
+    """Upper bounds on delta_t(eps) = max(H(P_t||Q_t), H(Q_t||P_t)), rows t, columns eps.
+
+    Row i: `steps[i]` noisy steps and a canary in `counts[i]` of them, i.e. the mixture of
+    Theorem 1 of arXiv:2410.06186 with Binomial(counts[i], q) atoms at scale
+    sqrt(steps[i]) sigma. See the module docstring for each round-up.
+    """
+    atoms = [_binomial_log_atoms(int(n), q, _ATOM_LOG_TOL) for n in counts]
+    batch = _batch_with_spare_row(steps, atoms, sigma)
+    n_rows, n_eps = batch.size - 1, eps.size
+    out = np.zeros((n_rows, n_eps))
+    live = np.flatnonzero(~batch.trivial)
+    if live.size == 0:
+        return out
+    rows = np.repeat(live, n_eps)
+    e = np.tile(eps, live.size)
+
+    # (row, eps) pairs in blocks of bounded size (the solver's temporaries are pairs x
+    # atoms doubles).
+    block = max(1, _BLOCK_ELEMENTS // batch.z.shape[1])
+    flat = np.empty(e.size)
+    for start in range(0, e.size, block):
+        sl = slice(start, start + block)
+        flat[sl] = _pair_deltas(batch, rows[sl], e[sl])
+    delta = flat.reshape(live.size, n_eps)
     delta = np.where(np.isfinite(delta), delta, 1.0)
-    # Dropped Binomial atoms: (1 + e^eps) m, m <= (n + 1) * 1e-300 per row.
-    dropped = (np.asarray(counts, dtype=np.float64)[live] + 1.0) * _DROPPED_PER_ATOM
+    # Dropped Binomial atoms: (1 + e^eps) m, with m the exact tail mass outside the kept
+    # window (scipy's incomplete beta), rounded up.
+    dropped = np.array([_dropped_mass(int(counts[i]), q, atoms[i][0]) for i in live.tolist()])
     with np.errstate(over="ignore"):
         delta = delta + (1.0 + np.exp(eps))[None, :] * dropped[:, None]
     delta = delta * (1.0 + _REL) + _ABS_DELTA
