@@ -19,8 +19,8 @@ held-out half (what the audits see), and also on all runs.
   tests/properties/test_audit_calibration.py.
 
 Measured (level 0.05, 10^5 runs per world, seeds 0.., 2 CPU cores shared with other
-jobs; 305 s wall for the whole run, per case: landscape 15-23 s per B, numpy Gaussian
-12 s, linear process 32-82 s; `--quick` about 30 s):
+jobs; 305-340 s wall for the whole run, per case: landscape 15-31 s per B, numpy Gaussian
+12-19 s, linear process 32-82 s; `--quick` about 30 s):
 
     case                         check  held-out all runs  power CI95 / allowed
     ---------------------------------------------------------------------------
