@@ -35,10 +35,12 @@ sigma = 1: the heuristic's tight case, Theorem 1) is certified against its own h
 in 100 independent repeats; the count of (false) certifications must not exceed the
 0.999-quantile of Binomial(100, 0.05), the rule of tests/properties.
 
-Measured (2026-11-23, 2 CPU cores shared with other jobs, JAX on CPU; full run 245 s:
-simulation 18 + 18 + 70 s, certificates 2-3 s per construction for the 10-11 grid sizes,
-1.5 / 2.6 / 11 s for the max-over-t certificate, 64 s for the 100 linear repeats;
-`--quick` (1/8 of the trials, 88 s) gives the same "trials needed"):
+Measured (2026-11-23, 2 CPU cores shared with other jobs, JAX on CPU; full run 165 s
+(245 s under heavier load): simulation 10 + 18 + 47 s, certificates 1-4 s per
+construction for all 10-11 grid sizes, 2-3 s for each max-over-t certificate, 39 s for
+the 100 linear repeats (simulation included); `--quick` (1/8 of the trials, 90 s) gives
+the same "trials needed" for the first two rows and, capped at 64,000, none for the
+repeaters):
 
     | construction | parameters | trials/world | certified | trials needed | sigma* |
     |   heur.-equiv. eps | heuristic eps | max-over-t: certified (sigma*) | max_t eps_t |

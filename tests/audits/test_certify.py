@@ -162,6 +162,19 @@ def test_horizon_canary_counts():
     assert horizon_canary_counts(5, [2, 5]).tolist() == [1, 1, 1, 2, 2]
 
 
+def test_max_over_steps_with_a_canary_in_some_steps():
+    # Canary only at step 1 of 5: every horizon t < 5 misses it, so the maximum is the
+    # full horizon's curve (n = 1 canary step, noise of 5 steps).
+    a = ALPHA[::7]
+    one = heuristic_max_over_steps_curve_lower(5, 0.3, 1.0, canary_steps=[1])(a)
+    assert np.array_equal(one, heuristic_curve_lower(5, 0.3, 1.0, canary_steps=1)(a))
+    acc = Accounting(5, 0.3, 1.0, (1, 4))
+    s = _family_scores(5, 0.3, 1.0, 20_000, seed=8, canary_steps=2)
+    cert = certify_violation(s, "heuristic_max_over_steps", acc, delta=1e-5)
+    assert not cert.certified
+    assert cert.eps_equivalent is None or cert.eps_equivalent > 0
+
+
 @pytest.mark.parametrize("n,sigma", [(1, 1.0), (4, 2.0), (10, 0.5), (100, 10.0)])
 def test_composition_curve_is_below_exact_gdp_at_q1(n, sigma):
     # The claim of advsim/bounds/_tradeoff.py (dp_accounting's pessimistic PLD errs low),
