@@ -203,6 +203,9 @@ def test_gdp_on_gaussian_scores_sound_and_tight(mu):
     w = cert.witnesses[0]
     assert w["fnr_upper"] < w["curve_at_fpr_upper"]
     assert not certify_violation(_gauss_scores(mu, 200_000, seed=1), "gdp", reference=mu).certified
+    # Without a reference (nor accounting), `certified` says some G_mu is violated.
+    bare = certify_violation(_gauss_scores(mu, 200_000, seed=1), "gdp")
+    assert bare.reference is None and bare.certified and bare.mu_star <= mu
 
 
 def test_sigma_star_is_the_boundary_of_violated_curves():
