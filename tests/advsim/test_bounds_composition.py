@@ -96,6 +96,16 @@ def test_gdp_special_values():
     # mu = 1 at delta = 1e-5: eps = 4.37717809568122462765..., the root of Corollary 2.13
     # found with mpmath.findroot at 40 digits (computed once, pasted here).
     assert gdp_epsilon(1e-5, 1.0) == pytest.approx(4.377178095681225, rel=1e-13)
+    # The documented range of mu is the closed interval [0, 1e100]: its end is accepted,
+    # and there the two Gaussians are disjoint (delta(1) = Phi(5e99) = 1).
+    assert gdp_delta(1.0, 1e100) == 1.0
+    with pytest.raises(ValueError, match="mu must be in"):
+        gdp_delta(1.0, 1.0000001e100)
+    # delta far below the smallest double (mpmath at 50 digits: 9.2e-35003571) is 0, also
+    # where log A and eps + log B round to the same double.
+    for eps in (1.0553861, 1.269635127659974):
+        assert float(gdp_delta_mpmath(eps, 1e-4)) == 0.0
+        assert gdp_delta(eps, 1e-4) == 0.0
 
 
 @pytest.mark.parametrize(("T", "n", "sigma"), [(1, 1, 1.0), (10, 10, 3.0), (100, 100, 10.0)])
@@ -157,6 +167,14 @@ def test_heuristic_never_exceeds_composition(T, q, sigma):
     heur = heuristic_epsilon(1e-6, T, q, sigma)
     comp = composition_epsilon(1e-6, T, q, sigma, value_discretization_interval=1e-3)
     assert heur <= comp
+
+
+def test_composition_delta_near_one_is_at_most_one():
+    # eps = 0: delta is the total variation, 1 - (1 - q)^n (...) ~ 1 - 1e-100 here; the
+    # accountant's pessimistic rounding returns 1 + 1.9e-10, which must come back as 1
+    # (a delta in [0, 1], as documented), not as an error.
+    d = composition_delta(0.0, 50, 0.99, 0.2, value_discretization_interval=1e-2)
+    assert d == 1.0
 
 
 def test_composition_delta_and_epsilon_are_consistent():
