@@ -23,6 +23,7 @@ paper reports the maximum of GDP estimates.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import equinox as eqx
 import jax
@@ -124,6 +125,7 @@ class ThresholdSearchResult:
                 "eps_lower": None if np.isnan(lo) else float(lo),
                 "eps_point": None if np.isnan(pt) else float(pt),
                 "guarantee": r.guarantee.label,
+                "assumption_rejected": r.assumption_rejected,
                 "confidence_each": r.confidence,
                 "multiplicity": self.multiplicity,
                 "mu_lower": float(r.extras.get("mu_lower", np.nan)),
@@ -215,7 +217,7 @@ class ThresholdSearch(eqx.Module):
         from tqdm.auto import tqdm
 
         import advsim
-        from advsim.audits import audit
+        from advsim.audits import AssumptionRejectedWarning, audit
 
         trials = check_int("trials", trials, minimum=2)
         delta = check_delta("delta", delta)
@@ -230,19 +232,32 @@ class ThresholdSearch(eqx.Module):
         if multiplicity == "bonferroni":
             each = 1.0 - (1.0 - confidence) / len(hs)
         results = []
-        for h in tqdm(hs, desc="thresholds", disable=not progress):
-            scores = advsim.simulate(
-                mechanism, ThresholdAdversary(float(h)), trials, key, chunk_size=chunk_size
-            )
-            results.append(
-                audit(
-                    scores,
-                    method,
-                    delta=delta,
-                    accounting=mechanism.accounting(),
-                    confidence=each,
-                    threshold_selection=threshold_selection,
+        # One warning for the search, not one per threshold (see below).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssumptionRejectedWarning)
+            for h in tqdm(hs, desc="thresholds", disable=not progress):
+                scores = advsim.simulate(
+                    mechanism, ThresholdAdversary(float(h)), trials, key, chunk_size=chunk_size
                 )
+                results.append(
+                    audit(
+                        scores,
+                        method,
+                        delta=delta,
+                        accounting=mechanism.accounting(),
+                        confidence=each,
+                        threshold_selection=threshold_selection,
+                    )
+                )
+        rejected = sum(bool(r.assumption_rejected) for r in results)
+        if rejected:
+            warnings.warn(
+                AssumptionRejectedWarning(
+                    f"{rejected} of {len(results)} {method!r} audits of the threshold search "
+                    "had their assumption rejected by the held-out runs (see each row's "
+                    "assumption_rejected); their eps_lower rests on it"
+                ),
+                stacklevel=2,
             )
         lower = np.array([np.nan if r.eps_lower is None else r.eps_lower for r in results])
         point = np.array([np.nan if r.eps_point is None else r.eps_point for r in results])

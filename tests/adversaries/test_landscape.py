@@ -13,6 +13,8 @@ Where the expected values come from:
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,6 +23,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ThresholdAdversary, ThresholdSearch, threshold_search
+from advsim.audits import AssumptionRejectedWarning
 from advsim.mechanisms import LinearProcess, ThresholdLandscape, two_step_gdp_curve
 
 DELTA = 1e-5
@@ -80,7 +83,12 @@ def test_search_finds_half_c_at_t2():
     hs_wanted = np.array([-3.0, -1.5, 0.0, 0.5, 1.0, 2.5, 4.0])  # symmetric about C/2
     alphas = scipy.stats.norm.sf(hs_wanted / sigma)
     mech = ThresholdLandscape(2, sigma, b)
-    res = ThresholdSearch(alphas).run(mech, n, jax.random.key(11), delta=DELTA)
+    with warnings.catch_warnings():
+        # The GDP audits' Gaussian assumption does not hold for the landscape; whether the
+        # held-out check rejects it at a threshold is not what this test pins.
+        warnings.simplefilter("ignore", AssumptionRejectedWarning)
+        res = ThresholdSearch(alphas).run(mech, n, jax.random.key(11), delta=DELTA)
+    assert res.multiplicity == "bonferroni" and res.results[0].confidence == 1 - 0.05 / 7
     np.testing.assert_allclose(res.threshold, hs_wanted, atol=1e-12)
     exact = two_step_gdp_curve(res.threshold, sigma, b, delta=DELTA, min_rate=1e-9)
     # Soundness: every audit is below its landscape's exact GDP value (sup over tau).

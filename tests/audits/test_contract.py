@@ -202,7 +202,10 @@ def test_validation_messages(method, scores):
 
 
 def test_unknown_method_lists_valid_names(scores):
-    msg = r"unknown audit method 'pld'; valid methods are \['eps_delta', 'family', 'gdp', 'tradeoff'\]"
+    msg = (
+        r"unknown audit method 'pld'; valid methods are "
+        r"\['eps_delta', 'family', 'gdp', 'tradeoff'\]"
+    )
     with pytest.raises(ValueError, match=msg):
         audit(scores, "pld", delta=DELTA)
     with pytest.raises(ValueError, match=msg):

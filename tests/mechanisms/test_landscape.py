@@ -32,7 +32,7 @@ import scipy.stats
 import advsim
 from advsim import clip_gradients, run_mechanism
 from advsim.adversaries import ThresholdAdversary
-from advsim.audits import audit
+from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import composition_epsilon, gdp_epsilon
 from advsim.mechanisms import ThresholdLandscape, two_step_density, two_step_gdp_curve
 from advsim.mechanisms.landscape import (
@@ -211,7 +211,9 @@ def test_gdp_audit_at_t1_is_sound_and_tight(sigma):
     # Clopper-Pearson bound is within ~10% of it (measured 6%-8% at 1e5).
     mech = ThresholdLandscape(1, sigma, 4)
     scores = advsim.simulate(mech, ThresholdAdversary(), 200_000, jax.random.key(0))
-    res = audit(scores, "gdp", delta=DELTA)
+    res = audit(scores, "gdp", delta=DELTA)  # a warning would be an error here
+    # Here the assumption holds exactly, and the held-out check does not reject it.
+    assert res.assumption_rejected is False
     exact = gdp_epsilon(DELTA, 1.0 / sigma)
     assert res.eps_lower <= exact
     assert res.eps_lower >= 0.88 * exact
@@ -271,7 +273,10 @@ def test_gdp_audit_overshoots_the_exact_epsilon_when_b_is_small():
     assert exact == pytest.approx(gdp_epsilon(DELTA, 1.0 / np.sqrt(2.0)), rel=1e-4)
     mech = ThresholdLandscape(2, 1.0, 1)
     scores = advsim.simulate(mech, ThresholdAdversary(), 100_000, jax.random.key(2))
-    res = audit(scores, "gdp", delta=DELTA)
+    # The held-out check rejects the Gaussian assumption the overshoot rests on.
+    with pytest.warns(AssumptionRejectedWarning):
+        res = audit(scores, "gdp", delta=DELTA)
+    assert res.assumption_rejected and not res.rigorous
     assert res.eps_lower > 1.2 * exact, (res.eps_lower, exact)
 
 
@@ -318,7 +323,8 @@ def test_gdp_audit_is_not_a_bound_at_small_b_but_eps_delta_is():
     assert 1.0 < exact < 1.2
     mech = ThresholdLandscape(25, 1.0, 1)
     scores = advsim.simulate(mech, ThresholdAdversary(), 100_000, jax.random.key(4))
-    assert audit(scores, "gdp", delta=DELTA).eps_lower > 2.0 * exact
+    with pytest.warns(AssumptionRejectedWarning):
+        assert audit(scores, "gdp", delta=DELTA).eps_lower > 2.0 * exact
     assert audit(scores, "eps_delta", delta=DELTA).eps_lower <= exact
 
 
