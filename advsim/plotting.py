@@ -117,7 +117,8 @@ def save_figure(fig, path_stem: str | Path) -> list[Path]:
     for ext in ("png", "pdf"):
         path = Path(f"{path_stem}.{ext}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=ext)
+            # Tight: long labels (colour bars, the marks' note) are never cut off.
+            fig.savefig(tmp, format=ext, bbox_inches="tight", pad_inches=0.03)
         paths.append(path)
     return paths
 
@@ -245,9 +246,14 @@ def plot_eps_vs_steps_panels(
             ax.set_ylabel("")
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5),
-               frameon=False)
+    seen: dict = {}  # every panel's entries (some appear only where a mark applies)
+    for ax in list(axes.flat)[:n]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    labels = list(seen)
+    long = any(len(label) > 30 for label in labels)
+    fig.legend(list(seen.values()), labels, loc="outside lower center",
+               ncols=min(len(labels), 3 if long else 5), frameon=False)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
     paths = save_figure(fig, path_stem)
@@ -308,9 +314,9 @@ def _varying(rows: Sequence[Mapping], exclude) -> list[str]:
 
 #: Marks after a heatmap cell's number, and what they mean (written under the figure).
 MARK_NOTES = {
-    "\u2020": "rests on an assumption (see the guarantee column)",
-    "\u2021": "its assumption was rejected by the held-out runs",
-    "!": "estimate above the composition bound: outside the possible range",
+    "\u2020": "rests on an assumption",
+    "\u2021": "assumption rejected by held-out runs",
+    "!": "estimate above composition (outside the possible range)",
 }
 
 
@@ -339,12 +345,13 @@ def _mark_matrix(rows, x, y, columns) -> np.ndarray | None:
     return marks if any(marks.flat) else None
 
 
-def _mark_legend(fig, marks) -> None:
+def _mark_legend(ax, marks) -> None:
+    """Explains the marks used, as a second line of the x label (kept in the layout)."""
     if marks is None:
         return
     used = [m for m in MARK_NOTES if any(m in str(v) for v in marks.flat)]
-    text = "; ".join(f"{m} {MARK_NOTES[m]}" for m in used)
-    fig.text(0.01, 0.005, text, fontsize=6, ha="left", va="bottom", color="0.2")
+    text = "\n".join(f"{m} {MARK_NOTES[m]}" for m in used)
+    ax.set_xlabel(f"{ax.get_xlabel()}\n{text}", linespacing=1.3)
 
 
 def _draw_heatmap(
@@ -387,7 +394,7 @@ def _draw_heatmap(
         mark = "" if marks is None else marks[i, j]
         ax.text(j, i, format(v, fmt) + mark, ha="center", va="center", fontsize=size,
                 color="white" if luminance < 0.5 else "black")
-    _mark_legend(fig, marks)
+    _mark_legend(ax, marks)
     cbar = fig.colorbar(im, ax=ax, shrink=0.9)
     cbar.set_label(colorbar_label)
     if center is not None and lo < center < hi:

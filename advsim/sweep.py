@@ -1224,6 +1224,8 @@ def plot_sweep(out: str | os.PathLike) -> list[Path]:
              if k not in swept and (k in mech_keys or k in ("target_epsilon", "delta"))]
     if audit and "trials" not in swept:
         fixed.append(("runs/world", config.fixed["trials"]))
+    if audit and "method" not in swept:  # what the eps_lower cells certify comes from it
+        fixed.append(("audit", f"{config.fixed['method']} ({config.fixed['confidence']:g})"))
     base_title = ", ".join([config.mechanism, _title(fixed)] if fixed else [config.mechanism])
     paths: list[Path] = []
 
