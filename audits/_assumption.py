@@ -93,7 +93,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import scipy.special
@@ -103,6 +102,7 @@ import advsim.bounds as _bounds
 from advsim._accounting import Accounting
 from advsim._validation import check_in_interval
 
+from ._result import _plain
 from ._threshold import counts_at
 
 __all__ = [
@@ -192,22 +192,6 @@ class AssumptionCheck:
             f"{self.assumption} not rejected at level {self.level:g}: {self.param_name} in "
             f"[{lo:.4g}, {hi:.4g}] fits every box (not a proof that the assumption holds)"
         )
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
 
 
 # ----------------------------------------------------------------------------------------

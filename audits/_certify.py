@@ -64,7 +64,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -85,6 +84,7 @@ from advsim.bounds._violation_curves import (
     horizon_canary_counts,
 )
 
+from ._result import _plain
 from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves
 
 __all__ = ["VIOLATION_BOUNDS", "ViolationCertificate", "certify_violation"]
@@ -186,22 +186,6 @@ class ViolationCertificate:
     def to_dict(self) -> dict:
         """JSON-ready plain values (floats, ints, bools, strings, lists, dicts, None)."""
         return _plain(dataclasses.asdict(self))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
 
 
 # ----------------------------------------------------------------------------------------
