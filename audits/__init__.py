@@ -1,28 +1,39 @@
 """Score sets in, epsilon out: empirical privacy auditing of simulated runs.
 
-Every audit here reads one threshold test ("canary in" iff `score >= tau`) and bounds its
-false-positive and false-negative rates with one-sided Clopper-Pearson intervals (joint
-confidence `confidence`). The methods differ in the privacy statement they read off:
+Every audit returns an `AuditResult` whose `guarantee` (`Guarantee`) says what its
+`eps_lower` certifies, the assumption it needs and whether the threshold was held out;
+`rigorous` is true only for an assumption-free, held-out bound. The methods:
 
-- `GaussianDPAudit` (`"gdp"`): a lower bound on the GDP parameter mu, converted to eps
-  (Nasr et al. 2023, arXiv:2302.07956; Dong, Roth & Su, arXiv:1905.02383).
-- `EpsDeltaAudit` (`"eps_delta"`): eps straight from the (eps, delta)-DP inequalities;
-  assumes nothing about the mechanism.
-- `HeuristicFamilyAudit` (`"family"`): an upper bound on the noise multiplier within the
-  last-iterate heuristic's family, reported as its heuristic eps (Steinke et al.,
-  arXiv:2410.06186, Section 3.1).
+- `EpsDeltaAudit` (`"eps_delta"`): eps straight from the (eps, delta)-DP inequalities of
+  one threshold test; assumes nothing (rigorous).
+- `TradeoffAudit` (`"tradeoff"`, Algorithm 2 of Annamalai 2024, "It's Our Loss"): the same
+  (eps, delta) statement from held-out witnesses chosen against composition's trade-off
+  curves (rigorous); the composition curve the rates violate is reported as an index.
+- `GaussianDPAudit` (`"gdp"`): a lower bound on the GDP parameter mu (assumption-free),
+  converted to eps assuming the trade-off curve is Gaussian (Nasr et al. 2023,
+  arXiv:2302.07956; Dong, Roth & Su, arXiv:1905.02383).
+- `HeuristicFamilyAudit` (`"family"`): an upper bound on the noise multiplier assuming the
+  run is in the last-iterate heuristic's family, reported as its heuristic eps (Steinke et
+  al., arXiv:2410.06186, Section 3.1).
 
-`TradeoffAudit` (Algorithm 2 of Annamalai 2024, "It's Our Loss") instead compares the
-whole observed FPR-FNR curve with the trade-off curves of DP-SGD with composition on a grid
-of epsilons; its `eps_point` is the paper's estimate, its `eps_lower` a held-out
-Clopper-Pearson bound.
+The GDP and family audits test their assumption on the held-out runs
+(`check_gaussian_tradeoff`, `check_heuristic_family`) and warn
+(`AssumptionRejectedWarning`) when it fails. `certify_violation` certifies, assuming
+nothing, that a release's trade-off curve lies below a bound's (the heuristic's,
+composition's, GDP's): what a counterexample claim needs.
 
 With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
-the rates counted on the other half, so `eps_lower` is a rigorous bound under the
-method's assumption; `"same"` reproduces the papers' practice and is marked optimistic.
+the rates counted on the other half; `"same"` reproduces the papers' practice and is
+marked optimistic.
 """
 
 from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
+from ._assumption import (
+    AssumptionCheck,
+    check_gaussian_tradeoff,
+    check_heuristic_family,
+    check_tradeoff_fit,
+)
 from ._base import AbstractAudit, AbstractThresholdAudit, AssumptionRejectedWarning
 from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from ._eps_delta import EpsDeltaAudit
@@ -38,6 +49,7 @@ __all__ = [
     "AUDIT_METHODS",
     "AbstractAudit",
     "AbstractThresholdAudit",
+    "AssumptionCheck",
     "AssumptionRejectedWarning",
     "AuditResult",
     "EpsDeltaAudit",
@@ -50,6 +62,9 @@ __all__ = [
     "VIOLATION_BOUNDS",
     "ViolationCertificate",
     "audit",
+    "check_gaussian_tradeoff",
+    "check_heuristic_family",
+    "check_tradeoff_fit",
     "certify_violation",
     "get_audit",
     "observed_tradeoff",

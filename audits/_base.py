@@ -7,7 +7,7 @@ off its two error rates. The engine does what they share:
 
 1. choose `tau` among a few thousand candidates (`candidate_thresholds`), maximising the
    method's own Clopper-Pearson-bounded objective: on a random half of each world
-   (`threshold_selection="split"`, rigorous; there the rates are bounded at the
+   (`threshold_selection="split"`, held out; there the rates are bounded at the
    Bonferroni level `(1 - confidence) / (2 K)` over the K candidates, which steers the
    choice away from thresholds with few counts) or on all runs (`"same"`, optimistic,
    at the reporting level `(1 - confidence) / 2`);

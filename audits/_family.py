@@ -160,7 +160,7 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
 
     Attributes:
         confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
+        threshold_selection: `"split"` (held out) or `"same"` (optimistic).
         seed: seed for the split.
         min_count: least number of false positives and of false negatives at the
             threshold for the point estimate.
