@@ -110,3 +110,16 @@ def test_vectorised_profile_matches_dp_accounting(args):
     eps = PROFILE_EPSILONS[::10]
     ours = np.maximum(_pmf_deltas(pld._pmf_remove, eps), _pmf_deltas(pld._pmf_add, eps))
     np.testing.assert_allclose(ours, pld.get_delta_for_epsilon(eps), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1, 0.5, 1.0])
+def test_curve_at_a_scalar_alpha(alpha):
+    # A scalar alpha gives a scalar beta, the same as in an array: at q = 1, T = 1, sigma = 1
+    # the curve is G_1(alpha) = Phi(Phi^{-1}(1 - alpha) - 1) (Definition 2.7 of
+    # arXiv:1905.02383), evaluated with scipy; within the PLD grid's 5e-5, and never above.
+    f = composition_tradeoff_curve(1, 1.0, 1.0)
+    beta = f(alpha)
+    assert np.ndim(beta) == 0
+    exact = norm.cdf(norm.ppf(1 - alpha) - 1.0)
+    assert exact - 5e-5 <= float(beta) <= exact + 1e-12
+    assert float(beta) == float(f(np.array([alpha]))[0])
