@@ -27,3 +27,14 @@ def test_gdp_curve_lower_is_g_mu_from_below(mu):
     assert np.all(got <= exact)
     assert np.all(got >= exact * (1 - 1e-9) - 2e-15)
     assert float(f(0.0)) <= 1.0 and float(f(1.0)) <= 0.0
+
+
+def test_dropped_mass_is_the_binomial_tails_rounded_up():
+    # The Binomial(n, q) mass outside the kept atoms 3..7 of n = 10, q = 1/2, from scipy:
+    # P(K <= 2) + P(K >= 8) = 112 / 1024; the bound may round it up, never down.
+    from advsim.bounds._violation_curves import _DROPPED_PER_ATOM, _dropped_mass
+
+    exact = 112 / 1024
+    got = _dropped_mass(10, 0.5, np.arange(3, 8))
+    assert exact <= got <= exact * (1 + 1e-6) + 11 * _DROPPED_PER_ATOM
+    assert _dropped_mass(10, 0.5, np.arange(0, 11)) <= 11 * _DROPPED_PER_ATOM
