@@ -81,6 +81,40 @@ class CanarySchedule(eqx.Module):
         """A single step, e.g. `only(1)` for a canary used at step 1 only."""
         return cls(period=1, first=step, last=step, sampled=sampled)
 
+    @classmethod
+    def parse(cls, text: str, *, sampled: bool = True) -> CanarySchedule:
+        """The schedule a config writes as a string.
+
+        Forms: `"every_step"`; `"every:K"` (steps 1, 1 + K, ...); `"every:K@F"` (steps F,
+        F + K, ..., e.g. `"every:3@3"` for a gradient canary at steps 3, 6, ...);
+        `"only:S"` (step S only).
+
+        Example:
+            >>> CanarySchedule.parse("every:3@3", sampled=False).steps(10)
+            (3, 6, 9)
+
+        Raises:
+            ValueError: naming the text and the valid forms.
+        """
+        text = str(text).strip()
+        kind, _, arg = text.partition(":")
+        period, _, first = arg.partition("@")
+        numbers = [period] + ([first] if first else [])
+        try:
+            if text == "every_step":
+                return cls.every_step(sampled=sampled)
+            if all(n.strip().isdigit() for n in numbers):
+                if kind == "every":
+                    return cls.every(int(period), first=int(first or 1), sampled=sampled)
+                if kind == "only" and not first:
+                    return cls.only(int(period), sampled=sampled)
+        except ValueError as err:
+            raise ValueError(f"canary_schedule {text!r}: {err}") from None
+        raise ValueError(
+            "canary_schedule must be 'every_step', 'every:K' (steps 1, 1+K, ...), 'every:K@F' "
+            f"(steps F, F+K, ...) or 'only:S' (step S only), got {text!r}"
+        )
+
     def steps(self, num_steps: int) -> tuple[int, ...]:
         """The 1-indexed steps in `[1, num_steps]` that can carry the canary."""
         last = num_steps if self.last is None else min(self.last, num_steps)

@@ -15,6 +15,15 @@ import math
 import sys
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
+from advsim import bounds
+from advsim._io import provenance, write_csv, write_json
+from advsim.experiment import DEFAULT_STEPS, run_audit
+from advsim.mechanisms import LinearProcess
+from advsim.plotting import plot_eps_vs_steps
+from advsim.sweep import SweepError, load_config, plot_sweep, resolve, run_sweep
+
 __all__ = ["main"]
 
 #: max_{t <= T} costs about T^1.5: seconds at T = 10^3-10^4, minutes beyond.
@@ -31,8 +40,6 @@ def _positive_int(text: str) -> int:
 
 
 def _build_mechanism(args, steps: int, sigma: float):
-    from advsim.mechanisms import LinearProcess
-
     if args.mechanism == "linear":
         return LinearProcess(steps, args.sampling_prob, sigma, clip_norm=args.clip_norm)
     return LinearProcess.with_data(
@@ -43,9 +50,11 @@ def _build_mechanism(args, steps: int, sigma: float):
 
 
 def _build_adversary(name: str):
-    from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
-
-    return {"projection": ProjectionScore, "llr": LikelihoodRatioScore}[name]()
+    """An adversary that takes no arguments, by sweep alias or class path."""
+    try:
+        return resolve("adversary", name, "--adversary").build()
+    except TypeError as err:
+        raise ValueError(f"--adversary {name!r} needs arguments ({err}); use a sweep") from None
 
 
 def _eps(value, mark: str = "") -> str:
@@ -102,18 +111,12 @@ def _format_table(rows) -> str:
 
 
 def _cmd_audit(args) -> int:
-    from tqdm.auto import tqdm
-
-    from advsim import bounds
-    from advsim._io import provenance, write_csv, write_json
-    from advsim.experiment import run_audit
-    from advsim.plotting import plot_eps_vs_steps
-
     if args.noise_multiplier is not None and args.target_epsilon is not None:
         raise SystemExit("give either --noise-multiplier or --target-epsilon, not both")
     target = 8.0 if args.noise_multiplier is None and args.target_epsilon is None else (
         args.target_epsilon
     )
+    adversary = _build_adversary(args.adversary)
     out = Path(args.out) if args.out else Path("advsim-results") / (
         "audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     )
@@ -130,7 +133,7 @@ def _cmd_audit(args) -> int:
             sigma = bounds.calibrate_noise_multiplier(target, args.delta, steps, args.sampling_prob)
         bar.set_postfix(T=steps, sigma=f"{sigma:.3f}")
         record = run_audit(
-            _build_mechanism(args, steps, sigma), _build_adversary(args.adversary),
+            _build_mechanism(args, steps, sigma), adversary,
             trials=args.trials, seed=args.seed, method=args.method, delta=args.delta,
             confidence=args.confidence, threshold_selection=args.threshold,
             chunk_size=args.chunk_size, progress=not args.quiet,
@@ -150,8 +153,6 @@ def _cmd_audit(args) -> int:
 
 
 def _cmd_bound(args) -> int:
-    from advsim import bounds
-
     n = args.canary_steps
     kw = {"canary_steps": n} if n is not None else {}
     rows = [
@@ -181,8 +182,6 @@ def _cmd_bound(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from advsim.sweep import SweepError, load_config, run_sweep
-
     config = load_config(args.config)
     executor = "local" if args.ray is None else "ray"
     out = Path(args.out)
@@ -205,8 +204,6 @@ def _cmd_sweep(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from advsim.sweep import SweepError, plot_sweep
-
     try:
         paths = plot_sweep(args.dir)
     except SweepError as err:
@@ -231,7 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
         "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing.",
     )
     a.add_argument("--mechanism", choices=["linear", "linear-data"], default="linear")
-    a.add_argument("--adversary", choices=["projection", "llr"], default="projection")
+    a.add_argument(
+        "--adversary", default="projection", metavar="NAME",
+        help="projection (default), llr, or any adversary class path module:Class that "
+        "takes no arguments",
+    )
     a.add_argument(
         "--method", choices=["family", "gdp", "eps_delta", "tradeoff"], default="family",
         help="family: eps_lower assumes the run is in the heuristic's family (true for these "
@@ -300,8 +301,6 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "audit" and args.steps is None:
-        from advsim.experiment import DEFAULT_STEPS
-
         args.steps = list(DEFAULT_STEPS)
     try:
         return args.func(args)

@@ -18,6 +18,8 @@ from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import simulate
 from advsim._validation import check_delta, check_in_interval, check_int
+from advsim.audits import audit
+from advsim.bounds import bounds_for, calibrate_noise_multiplier
 
 __all__ = ["AuditRecord", "DEFAULT_STEPS", "default_experiment", "run_audit"]
 
@@ -105,9 +107,6 @@ def run_audit(
     Returns:
         An `AuditRecord`.
     """
-    from advsim.audits import audit
-    from advsim.bounds import bounds_for
-
     trials = check_int("trials", trials, minimum=2)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
@@ -178,8 +177,6 @@ def default_experiment(
     Returns:
         A list of `{"steps", "sampling_prob", "noise_multiplier"}` dicts.
     """
-    from advsim.bounds import calibrate_noise_multiplier
-
     configs = []
     for t in steps:
         sigma = calibrate_noise_multiplier(target_epsilon, delta, t, sampling_prob)

@@ -9,9 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import scipy.stats
 
+import advsim
 from advsim._accounting import Accounting
 from advsim._scores import Scores
 from advsim._validation import check_in_interval, check_int, check_nonnegative
+from advsim.audits import audit, get_audit
 from advsim.testing._strategies import DPSGDParams, Mixture
 
 __all__ = [
@@ -155,9 +157,6 @@ def assert_audit_below(
     Raises:
         AssertionError: with the parameters, eps_lower, the bound and a replay call.
     """
-    import advsim
-    from advsim.audits import audit
-
     acc = mechanism.accounting() if accounting is None else accounting
     scores = advsim.simulate(mechanism, adversary, trials, key=seed, chunk_size=trials)
     result = audit(scores, method, delta=delta, accounting=acc, confidence=confidence, seed=seed)
@@ -224,8 +223,6 @@ def mixture_sampler(mixture: Mixture, trials: int) -> Callable[[int], Scores]:
 
 def simulation_sampler(mechanism, adversary, trials: int) -> Callable[[int], Scores]:
     """`seed -> advsim.simulate(mechanism, adversary, trials, key=seed)`."""
-    import advsim
-
     def sample(seed: int) -> Scores:
         return advsim.simulate(mechanism, adversary, trials, key=seed, chunk_size=trials)
 
@@ -330,8 +327,6 @@ def calibration_fraction(
     Returns:
         A `Calibration` record; call `.check()` to assert.
     """
-    from advsim.audits import get_audit
-
     repeats = check_int("repeats", repeats, minimum=1)
     true_eps = check_nonnegative("true_eps", true_eps)
     nominal = 1.0 - check_in_interval("confidence", confidence, 0.5, 1.0)

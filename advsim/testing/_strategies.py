@@ -11,6 +11,7 @@ from hypothesis import settings as _settings
 from hypothesis import strategies as st
 
 from advsim._accounting import Accounting
+from advsim._mechanism import CanarySchedule
 from advsim._validation import (
     check_delta,
     check_in_interval,
@@ -19,6 +20,8 @@ from advsim._validation import (
     check_positive,
     check_probability,
 )
+from advsim.bounds import binomial_mixture
+from advsim.mechanisms.linear import LinearProcess
 
 __all__ = [
     "PROFILE",
@@ -274,8 +277,6 @@ class Mixture:
     def from_params(cls, params: DPSGDParams) -> Mixture:
         """The heuristic's pair (Theorem 1 of arXiv:2410.06186): Binomial(n, q) atoms over
         noise sqrt(T) sigma, with n the number of canary steps."""
-        from advsim.bounds import binomial_mixture
-
         support, probs = binomial_mixture(params.num_canary_steps, params.sampling_prob)
         scale = math.sqrt(params.steps) * params.noise_multiplier
         return cls(tuple(support.tolist()), tuple(probs.tolist()), scale)
@@ -345,9 +346,6 @@ def linear_mechanisms(
     distinct T, period or batching compiles once, a few seconds), so by default T is one of
     1, 2, 5, 10.
     """
-    from advsim._mechanism import CanarySchedule
-    from advsim.mechanisms.linear import LinearProcess
-
     params = dpsgd_params(
         steps=st.sampled_from(_MECHANISM_STEPS) if steps is None else steps,
         sampling_prob=sampling_prob,

@@ -58,3 +58,14 @@ def test_audit_rejects_both_sigma_and_target(tmp_path):
     with pytest.raises(SystemExit):
         main(["audit", "--steps", "10", "--target-epsilon", "4", "--noise-multiplier", "1",
               "--out", str(tmp_path)])
+
+
+def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["audit", "--steps", "2", "--adversary", "os:getcwd", "--out", str(out)]) == 2
+    assert "not a subclass of advsim.AbstractAdversary" in capsys.readouterr().err
+    assert not out.exists()  # refused before any folder or simulation
+    assert main(["audit", "--steps", "2", "--trials", "200", "--quiet", "--out", str(out),
+                 "--adversary", "advsim.adversaries:LikelihoodRatioScore"]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert rows[0]["adversary"] == "LikelihoodRatioScore"

@@ -1,0 +1,111 @@
+"""Sweeps: a grid of configurations, one audit (or bounds only) per cell, resumable.
+
+A sweep is a TOML file (or the same content as a dict) naming a mechanism and an
+adversary by class path, fixed parameters, and a grid of swept ones:
+
+```toml
+[sweep]
+mode = "audit"          # "audit": simulate + audit + bounds; "bounds": bounds only
+seed = 0
+trials = 20000          # runs per world (audit mode)
+delta = 1e-5
+
+[mechanism]
+name = "advsim.mechanisms:LinearProcess"   # or the alias "linear"; the other keys are
+steps = 10                                  # passed to its constructor
+
+[adversary]
+name = "projection"     # alias of "advsim.adversaries:ProjectionScore" (audit mode)
+
+[grid]                  # cartesian product, first key varies slowest
+noise_multiplier = [1.0, 2.0, 3.0, 4.0]
+sampling_prob = [0.02, 0.05, 0.1, 0.2, 0.5]
+```
+
+`name` is a class path `"module:Class"` (any importable module: a user's own class needs
+no change to this package), a classmethod returning an instance `"module:Class.factory"`
+(e.g. `"advsim.mechanisms:LinearProcess.with_data"`), or a short alias of a built-in
+(`advsim.sweep.MECHANISM_ALIASES`, `ADVERSARY_ALIASES`: "linear", "linear-data",
+"landscape", "gradient-canary"; "projection", "llr", "landscape-threshold",
+"biased-coordinate", "biased-coordinate-random", "random-direction",
+"simulated-biased-dimension"). Only subclasses of `advsim.AbstractMechanism` /
+`advsim.AbstractAdversary` are accepted. The constructor validates the keys; a string
+`canary_schedule` ("every_step", "every:K", "every:K@F", "only:S") with an optional
+`canary_sampled` (default true) becomes a `CanarySchedule` (`CanarySchedule.parse`).
+
+An optional `[[cases]]` array adds sub-grids: each case's keys (scalars or lists) replace
+the grid's, and the cells are the union over cases of the case-merged product, in order
+(e.g. three (q, sigma) regimes, each over the same list of T). A cell's parameters can be
+any mechanism parameter, `target_epsilon` (sigma is then calibrated so that composition
+gives it at `delta`), the settings `delta`, `trials`, `method`, `confidence`,
+`threshold_selection`, and `replicate` (a label that only changes the cell's seed).
+
+Each cell gets a stable id (a hash of everything that determines its result) and a seed
+derived from the sweep seed and that id, so a cell's numbers do not depend on which other
+cells exist or on the order they run in. The output folder holds
+
+- `run.json`: the config, provenance (package versions, JAX backend and devices, git
+  commit) and one entry per session (first run and every resume);
+- `cells/<id>.json`: one file per finished cell, written atomically (temporary file, then
+  rename) with a SHA-256 checksum of its content, so a killed sweep loses at most the
+  cell in flight and a damaged file is detected, never mixed in;
+- `results.csv` and `results.json`: the tidy table, one row per cell in cell order, with
+  every parameter, eps_lower, eps_point, heuristic, composition, full_batch, trials, seed
+  and wall time, and what each eps_lower certifies: `guarantee` ("rigorous", "assumes
+  Gaussian", "assumes family", "optimistic"), `assumption`, `assumption_rejected` (the
+  audit's held-out check of its assumption), `eps_point_above_composition` (an estimate
+  outside the possible range) and the reasons for missing numbers.
+
+The audit method defaults to "family" (the last-iterate paper's) for the linear process
+(`LinearProcess` itself, by alias or path), the heuristic's tight case, and to the
+assumption-free "eps_delta" for every other mechanism.
+
+Cells with the same shapes (same T, same dimensions) share one compiled simulation: the
+mechanisms keep their numeric hyperparameters as traced arrays, so `advsim.simulate`
+compiles once per shape, and every cell's trials run through the same chunked,
+device-sharded runner. Cells are independent, so they can also run on a Ray cluster
+(`executor="ray"`) into the same folder layout: a sweep started locally can be resumed on a
+cluster and vice versa.
+
+Example:
+    >>> from advsim.sweep import parse_config
+    >>> cfg = parse_config({"sweep": {"mode": "bounds", "delta": 1e-6},
+    ...                     "mechanism": {"name": "linear", "sampling_prob": 0.1,
+    ...                                   "noise_multiplier": 1.0},
+    ...                     "grid": {"steps": [1, 3]}})
+    >>> [c.params["steps"] for c in cfg.cells()]
+    [1, 3]
+"""
+
+from advsim.sweep._classes import (
+    ADVERSARY_ALIASES,
+    MECHANISM_ALIASES,
+    Alias,
+    register_adversary,
+    register_mechanism,
+    resolve,
+)
+from advsim.sweep._config import Cell, SweepConfig, SweepError, load_config, parse_config
+from advsim.sweep._plots import plot_sweep
+from advsim.sweep._runner import run_cell, run_sweep
+from advsim.sweep._store import AUDIT_COLUMNS, BOUNDS_COLUMNS, load_results
+
+__all__ = [
+    "ADVERSARY_ALIASES",
+    "AUDIT_COLUMNS",
+    "BOUNDS_COLUMNS",
+    "MECHANISM_ALIASES",
+    "Alias",
+    "Cell",
+    "SweepConfig",
+    "SweepError",
+    "load_config",
+    "load_results",
+    "parse_config",
+    "plot_sweep",
+    "register_adversary",
+    "register_mechanism",
+    "resolve",
+    "run_cell",
+    "run_sweep",
+]

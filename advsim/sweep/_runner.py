@@ -1,0 +1,284 @@
+"""The runner: one cell (simulate + audit + bounds, or bounds only), and a whole sweep on
+a local or a Ray executor, writing through the cell store."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from advsim import bounds
+from advsim._io import provenance, write_json
+from advsim.experiment import run_audit
+from advsim.sweep._config import (
+    Cell,
+    SweepConfig,
+    SweepError,
+    build_mechanism,
+    canon,
+    describe,
+    load_config,
+    parse_config,
+)
+from advsim.sweep._store import (
+    AUDIT_COLUMNS,
+    CELLS_DIR,
+    RUN_FILE,
+    load_run_config,
+    read_cell,
+    table_rows,
+    write_cell,
+    write_table,
+)
+
+__all__ = ["run_cell", "run_sweep"]
+
+
+def run_cell(
+    config: SweepConfig, cell: Cell, *, progress: bool | None = None
+) -> dict:
+    """Runs one cell and returns its result (the columns `AUDIT_COLUMNS` or
+    `BOUNDS_COLUMNS`).
+
+    Audit mode: `advsim.experiment.run_audit` with the cell's mechanism, adversary and
+    settings, `seed=cell.seed` (the chunked, device-sharded `simulate` underneath). Bounds
+    mode: `advsim.bounds.bounds_for` of the mechanism's accounting. With `target_epsilon`,
+    sigma is first calibrated by `calibrate_noise_multiplier` over the canary's steps.
+
+    Args:
+        config: the sweep.
+        cell: one of `config.cells()`.
+        progress: the simulation's tqdm bar (default: automatic for long cells).
+    """
+    start = time.perf_counter()
+    p = cell.params
+    delta = p["delta"]
+    mechanism = build_mechanism(config, p, noise_multiplier=1.0)
+    if "target_epsilon" in p:
+        acc = mechanism.accounting()
+        sigma = bounds.calibrate_noise_multiplier(
+            p["target_epsilon"], delta, acc.steps, acc.sampling_prob,
+            canary_steps=acc.num_canary_steps,
+        )
+        mechanism = build_mechanism(config, p, noise_multiplier=sigma)
+    if config.mode == "bounds":
+        acc = mechanism.accounting()
+        if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
+            args = (delta, acc.steps, acc.sampling_prob, acc.noise_multiplier)
+            n = acc.num_canary_steps
+            b = {
+                "heuristic": bounds.heuristic_epsilon(*args, canary_steps=n),
+                "composition": bounds.composition_epsilon(
+                    *args, canary_steps=n,
+                    value_discretization_interval=p["composition_discretization"],
+                ),
+                "full_batch": bounds.full_batch_epsilon(*args, canary_steps=n),
+            }
+        else:
+            b = bounds.bounds_for(acc, delta)
+        result = {
+            "mechanism": type(mechanism).__name__,
+            "steps": acc.steps,
+            "sampling_prob": acc.sampling_prob,
+            "noise_multiplier": acc.noise_multiplier,
+            "num_canary_steps": acc.num_canary_steps,
+            "delta": delta,
+            **{k: float(b[k]) for k in ("heuristic", "composition", "full_batch")},
+        }
+    else:
+        adversary = config.adversary_plugin.build(**config.adversary_kwargs)
+        record = run_audit(
+            mechanism, adversary, trials=p["trials"], seed=cell.seed, method=p["method"],
+            delta=delta, confidence=p["confidence"],
+            threshold_selection=p["threshold_selection"], chunk_size=config.chunk_size,
+            progress=progress,
+        ).to_dict()
+        result = {k: record[k] for k in AUDIT_COLUMNS if k != "wall_time_s"}
+    result["wall_time_s"] = time.perf_counter() - start
+    return result
+
+
+def _run_cell_remote(config: SweepConfig, cell: Cell, plugins: tuple) -> dict:
+    """What a Ray worker runs. The driver ships the resolved classes (a class path is
+    imported by reference; a name registered in a notebook travels cloudpickled)."""
+    config.__dict__["mechanism_plugin"], config.__dict__["adversary_plugin"] = plugins
+    return run_cell(config, cell, progress=False)
+
+
+def _config_diff(a: Mapping, b: Mapping, prefix: str = "") -> list[str]:
+    keys = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k), b.get(k)
+        if isinstance(va, Mapping) and isinstance(vb, Mapping):
+            keys += _config_diff(va, vb, f"{prefix}{k}.")
+        elif canon(va) != canon(vb):
+            keys.append(f"{prefix}{k}")
+    return keys
+
+
+def _session(executor: str, done_before: int) -> dict:
+    prov = provenance()
+    prov.pop("config")
+    return {"executor": executor, "cells_done_at_start": done_before, **prov}
+
+
+def run_sweep(
+    config: SweepConfig | Mapping | str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> list[dict]:
+    """Runs every cell of a sweep into `out`, skipping the finished ones on resume.
+
+    Each finished cell is written at once as `out/cells/<id>.json` (atomically, with a
+    checksum); the table `results.csv`/`results.json` is rebuilt from the cell files at
+    the end (and every 10 s on the way). A sweep killed at any moment loses at most the
+    cells in flight; `resume=True` verifies every finished cell file (a damaged one is
+    reported by name, never used), runs the rest, and produces the same table as an
+    uninterrupted run: each cell's seed depends only on the sweep seed and its parameters.
+
+    Args:
+        config: a `SweepConfig`, a dict, or the path of a TOML file.
+        out: the output folder (created).
+        resume: continue a sweep in `out` (its run.json must hold the same config, up to
+            `chunk_size` and `name`). Without it, a folder that already has finished
+            cells is refused rather than overwritten.
+        progress: tqdm bars: cells (with the time left) and, for long cells, the
+            simulation's runs.
+        executor: "local" (cells one after another, each sharded over every local device)
+            or "ray" (cells as Ray tasks; needs `pip install advsim[ray]`; this process
+            writes the files, so the workers need no shared file system).
+        ray_address: for "ray": the cluster to join (`ray.init(address=...)`, e.g. "auto");
+            default: an already initialised Ray, else a local instance.
+
+    Returns:
+        The table's rows, in cell order.
+
+    Raises:
+        ValueError: an invalid config.
+        SweepError: a folder that holds another sweep, or a damaged cell file.
+    """
+    if isinstance(config, str | os.PathLike):
+        config = load_config(config)
+    elif not isinstance(config, SweepConfig):
+        config = parse_config(config)
+    if executor not in ("local", "ray"):
+        raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+    out = Path(out)
+    cells_dir = out / CELLS_DIR
+    run_path = out / RUN_FILE
+    cells = config.cells()
+
+    if run_path.exists():
+        old = load_run_config(out)
+        if not resume:
+            raise SweepError(
+                f"{out} already holds a sweep ({run_path}); pass --resume (resume=True) to "
+                "continue it, or choose a new --out folder"
+            )
+        if old.identity() != config.identity():
+            diff = _config_diff(old.identity(), config.identity())
+            raise SweepError(
+                f"{out} was started with a different config (differs in {diff}); resume it "
+                "with the config in its run.json, or choose a new --out folder"
+            )
+        meta = json.loads(run_path.read_text())
+    elif cells_dir.exists() and any(cells_dir.glob("*.json")):
+        raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
+    else:
+        meta = provenance(config.to_dict())
+        meta["sessions"] = []
+    cells_dir.mkdir(parents=True, exist_ok=True)
+
+    # Leftovers of writes killed mid-way: by construction incomplete, never read.
+    for tmp in cells_dir.glob(".*.tmp"):
+        tmp.unlink()
+    expected = {c.cell_id: c for c in cells}
+    results: dict[str, dict] = {}
+    for path in sorted(cells_dir.glob("*.json")):
+        cell = expected.get(path.stem)
+        if cell is None:
+            raise SweepError(
+                f"cell file {path} is not a cell of this sweep's config; move it away"
+            )
+        results[cell.cell_id] = read_cell(path, cell, config.swept)
+
+    pending = [c for c in cells if c.cell_id not in results]
+    meta["sessions"].append(_session(executor, len(results)))
+    meta["cells"] = len(cells)
+    meta["complete"] = False
+    write_json(run_path, meta)
+
+    bar = tqdm(
+        total=len(cells), initial=len(results), unit="cell", desc="sweep",
+        disable=not progress, dynamic_ncols=True,
+    )
+    last_table = time.monotonic()
+
+    def finished(cell: Cell, result: dict) -> None:
+        nonlocal last_table
+        results[cell.cell_id] = write_cell(cells_dir, cell, result)
+        bar.update(1)
+        if time.monotonic() - last_table > 10.0:
+            write_table(out, config, table_rows(config, cells, results))
+            last_table = time.monotonic()
+
+    with bar:
+        if executor == "local":
+            for cell in pending:
+                bar.set_postfix_str(_short(config, cell), refresh=True)
+                try:
+                    result = run_cell(config, cell, progress=None if progress else False)
+                except Exception as err:
+                    raise SweepError(
+                        f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed: "
+                        f"{err}; the {len(results)} finished cells are kept in {cells_dir}"
+                    ) from err
+                finished(cell, result)
+        elif pending:
+            _run_ray(config, pending, finished, ray_address)
+
+    rows = table_rows(config, cells, results)
+    write_table(out, config, rows)
+    meta["complete"] = True
+    meta["sessions"][-1]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(run_path, meta)
+    return rows
+
+
+def _short(config: SweepConfig, cell: Cell) -> str:
+    return ", ".join(f"{k}={cell.params[k]}" for k in config.swept if k in cell.params)
+
+
+def _run_ray(config: SweepConfig, pending: Sequence[Cell], finished, address) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(
+            "executor='ray' needs Ray: pip install 'advsim[ray]'"
+        ) from None
+    if not ray.is_initialized():
+        ray.init(address=address)
+    remote = ray.remote(_run_cell_remote)
+    plugins = (config.mechanism_plugin, config.adversary_plugin)
+    shared = ray.put(config), ray.put(plugins)
+    refs = {remote.remote(shared[0], cell, shared[1]): cell for cell in pending}
+    while refs:
+        done, _ = ray.wait(list(refs), num_returns=1)
+        cell = refs.pop(done[0])
+        try:
+            result = ray.get(done[0])
+        except Exception as err:
+            for ref in refs:
+                ray.cancel(ref)
+            raise SweepError(
+                f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed on Ray: {err}"
+            ) from err
+        finished(cell, result)
