@@ -94,3 +94,56 @@ def test_equals_jax_privacy_property(ins, outs, tau, confidence):
         ours = audit_at_threshold(EpsDeltaAudit(confidence=confidence), s, t, delta=DELTA)
         theirs = _jax_privacy_explicit(auditing, s, t, confidence, DELTA)
         assert ours.eps_lower == pytest.approx(float(theirs), rel=1e-12, abs=0.0)
+
+
+def test_split_audit_equals_a_naive_reimplementation():
+    # The whole held-out audit redone by hand: halves as `split_halves` documents (one
+    # default_rng(seed), canary_in then canary_out, the permutation's first n // 2 choose),
+    # every candidate's Clopper-Pearson upper bounds (scipy's beta) at level (1 - c) / (2 K)
+    # on the choosing half, the largest of the two (eps, delta) inequalities solved for eps
+    # (Kairouz et al., arXiv:1311.0776), then the bounds at (1 - c) / 2 on the counting
+    # half. Only the candidate set comes from the library (test_threshold.py checks it).
+    from advsim.audits._threshold import candidate_thresholds
+
+    s = gaussian_scores(1.5, 3000, seed=11)
+    c = 0.9
+    r = EpsDeltaAudit(confidence=c, seed=4)(s, delta=DELTA)
+    rng = np.random.default_rng(4)
+    cin, cout = np.asarray(s.canary_in, float), np.asarray(s.canary_out, float)
+    p_in, p_out = rng.permutation(cin.size), rng.permutation(cout.size)
+    sel_in, cnt_in = np.sort(cin[p_in[: cin.size // 2]]), cin[p_in[cin.size // 2 :]]
+    sel_out, cnt_out = np.sort(cout[p_out[: cout.size // 2]]), cout[p_out[cout.size // 2 :]]
+
+    def upper(k, n, a):
+        k = np.asarray(k)
+        return np.where(k < n, scipy.stats.beta.ppf(1 - a, k + 1, np.maximum(n - k, 1)), 1.0)
+
+    def eps_of(fpr, fnr):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tpr = np.log((1 - fnr) - DELTA) - np.log(fpr)
+            tnr = np.log((1 - fpr) - DELTA) - np.log(fnr)
+        return np.maximum(np.nan_to_num(tpr, nan=-np.inf), np.nan_to_num(tnr, nan=-np.inf))
+
+    cands = candidate_thresholds(sel_in, sel_out)
+    fp = np.array([np.sum(sel_out >= t) for t in cands])
+    fn = np.array([np.sum(sel_in < t) for t in cands])
+    a = (1 - c) / 2 / cands.size
+    tau = cands[int(np.argmax(eps_of(upper(fp, sel_out.size, a), upper(fn, sel_in.size, a))))]
+    fp1, fn1 = np.sum(cnt_out >= tau), np.sum(cnt_in < tau)
+    eps = eps_of(upper(fp1, cnt_out.size, (1 - c) / 2), upper(fn1, cnt_in.size, (1 - c) / 2))
+    assert r.threshold == tau
+    assert (r.fpr, r.fnr) == (fp1 / cnt_out.size, fn1 / cnt_in.size)
+    assert r.eps_lower == pytest.approx(max(0.0, float(eps)), rel=1e-12)
+
+
+def test_audit_function_has_the_class_defaults():
+    # `audit(scores, "eps_delta", ...)` is `EpsDeltaAudit()` with the documented defaults
+    # (confidence 0.95, split selection, seed 0, min_count 50): the same result, note
+    # included, on scores so separated that the point estimate has too few errors.
+    from advsim.audits import audit
+
+    s = Scores(np.arange(1000.0) + 2000.0, np.arange(1000.0))
+    a = audit(s, "eps_delta", delta=DELTA)
+    b = EpsDeltaAudit()(s, delta=DELTA)
+    assert a.to_dict() == b.to_dict()
+    assert a.eps_point is None and "min_count = 50" in a.eps_point_note
