@@ -1,0 +1,126 @@
+"""Trade-off figures of Annamalai (2024, "It's Our Loss"): Figures 1 and 2.
+
+Re-exported by `advsim.plotting`, whose style (`_style`, `save_figure`) they share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from advsim.plotting import _has, _number, _style, save_figure
+
+__all__ = ["plot_eps_emp_vs_eps", "plot_tradeoff_panels"]
+
+
+def plot_tradeoff_panels(
+    panels: Sequence[Mapping],
+    path_stem: str | Path,
+    *,
+    log: bool = True,
+) -> list[Path]:
+    r"""Observed FPR-FNR curves against trade-off curves, one panel per setting.
+
+    As Figure 1 of Annamalai (2024), "It's Our Loss": the observed curve of a threshold
+    test on the last model, the composition curve (every iterate released, PLD) and the
+    linear-loss (heuristic) curve of the same $(q, T, \sigma)$.
+
+    Args:
+        panels: one mapping per panel with keys `title` and `curves`, a list of
+            `(label, alpha, beta, style)` with `style` a dict of matplotlib line options
+            (e.g. `{"color": "0.0", "linestyle": "-"}`; `{"marker": "."}` for observations).
+        path_stem: output path without extension; writes .png and .pdf.
+        log: a log FPR axis (the small-FPR region where large epsilons live), else linear.
+
+    Returns:
+        The written paths.
+    """
+    plt = _style()
+    n = len(panels)
+    if n == 0:
+        raise ValueError("panels must not be empty")
+    fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 3.0), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        for label, alpha, beta, style in panel["curves"]:
+            alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
+            ok = (alpha > 0) if log else np.isfinite(alpha) & np.isfinite(beta)
+            ax.plot(alpha[ok], beta[ok], label=label, **dict(style))
+        if log:
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel(r"FPR $\alpha$")
+        ax.set_ylabel(r"FNR $\beta$")
+        ax.set_title(panel.get("title", ""), fontsize=8)
+        ax.grid(True, color="0.9", linewidth=0.6)
+    axes[0][0].legend(frameon=False, loc="lower left", fontsize=7)
+    paths = save_figure(fig, path_stem)
+    plt.close(fig)
+    return paths
+
+
+def plot_eps_emp_vs_eps(
+    panels: Sequence[Mapping],
+    path_stem: str | Path,
+) -> list[Path]:
+    r"""Empirical epsilon against theoretical epsilon, as Figure 2 of Annamalai (2024).
+
+    Args:
+        panels: one mapping per panel with keys `title` and `rows`; each row has
+            `eps` (theoretical), `eps_point_mean`, `eps_point_sd` (over repetitions;
+            error bars are +-2 sd as in the paper), and optionally `eps_held_out_mean`,
+            `eps_held_out_sd`, `eps_lower_mean` and `heuristic`.
+        path_stem: output path without extension; writes .png and .pdf.
+
+    Returns:
+        The written paths.
+    """
+    plt = _style()
+    n = len(panels)
+    if n == 0:
+        raise ValueError("panels must not be empty")
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.0), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        rows = sorted(panel["rows"], key=lambda r: _number(r["eps"]))
+        eps = np.array([_number(r["eps"]) for r in rows])
+        top = 1.08 * max(
+            [eps.max()]
+            + [_number(r.get("eps_point_mean")) + 2 * _number(r.get("eps_point_sd", 0.0))
+               for r in rows]
+        )
+        ax.plot([0, top], [0, top], color="0.0", linestyle="-", linewidth=0.8,
+                label=r"$\varepsilon_{emp} = \varepsilon$ (composition)")
+        if _has(rows, "heuristic"):
+            ax.plot(eps, [_number(r.get("heuristic")) for r in rows], color="0.35",
+                    linestyle="--", marker=".", label="linear-loss heuristic")
+        ax.errorbar(
+            eps,
+            [_number(r["eps_point_mean"]) for r in rows],
+            yerr=[2 * _number(r.get("eps_point_sd", 0.0)) for r in rows],
+            linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
+            capsize=3, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)",
+        )
+        if _has(rows, "eps_held_out_mean"):
+            ax.errorbar(
+                eps + 0.012 * top,
+                [_number(r["eps_held_out_mean"]) for r in rows],
+                yerr=[2 * _number(r.get("eps_held_out_sd", 0.0)) for r in rows],
+                linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
+                capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
+            )
+        if _has(rows, "eps_lower_mean"):
+            ax.plot(eps, [_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
+                    marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel(r"theoretical $\varepsilon$ ($\delta = 10^{-5}$)")
+        ax.set_ylabel(r"empirical $\varepsilon$")
+        ax.set_title(panel.get("title", ""), fontsize=8)
+        ax.grid(True, color="0.9", linewidth=0.6)
+    axes[0][0].legend(frameon=False, loc="upper left", fontsize=7)
+    paths = save_figure(fig, path_stem)
+    plt.close(fig)
+    return paths
