@@ -147,3 +147,21 @@ def test_audit_function_has_the_class_defaults():
     b = EpsDeltaAudit()(s, delta=DELTA)
     assert a.to_dict() == b.to_dict()
     assert a.eps_point is None and "min_count = 50" in a.eps_point_note
+
+
+def test_point_estimate_is_the_raw_rate_epsilon_at_the_threshold():
+    # eps_point is the (eps, delta) inequality of the chosen test with its raw rates: on
+    # Gaussian scores (mu = 2) it is close to the same inequality with the exact rates
+    # FPR = Phi(-tau), FNR = Phi(tau - mu) (scipy) at a fixed threshold tau.
+    from advsim.audits._eps_delta import eps_delta_terms
+
+    tau = 1.0  # FPR = FNR = 0.159: ~16000 errors of each kind
+    r = audit_at_threshold(
+        EpsDeltaAudit(), gaussian_scores(2.0, 100_000, seed=12), tau, delta=DELTA
+    )
+    fpr, fnr = scipy.stats.norm.sf(tau), scipy.stats.norm.cdf(tau - 2.0)
+    exact = max(math.log((1 - fnr - DELTA) / fpr), math.log((1 - fpr - DELTA) / fnr))
+    assert r.eps_point == pytest.approx(exact, rel=0.02)
+    assert r.eps_point >= r.eps_lower > 0
+    # A numerator of exactly 0 bounds nothing: -inf, with no warning (log of 0 is not taken).
+    assert eps_delta_terms(0.5, 0.5, 0.5) == (-np.inf, -np.inf)
