@@ -86,3 +86,21 @@ def test_differs_from_jax_privacy_absolute_value():
     assert theirs == 0.0
     with pytest.warns(AssumptionRejectedWarning):  # the ROC of wrong-way scores is G_{-2}
         assert GaussianDPAudit()(s, delta=DELTA).eps_lower == 0.0
+
+
+def test_point_estimate_needs_at_least_min_count_errors():
+    # `min_count` (50): eps_point needs *at least* this many false positives and false
+    # negatives (AbstractThresholdAudit's docstring). At tau = 950, the out-scores 0..999
+    # give exactly 50 false positives and the in-scores 900..1899 exactly 50 false
+    # negatives: a point estimate; separated scores (no errors): None, with the reason.
+    import numpy as np
+
+    from advsim import Scores
+
+    s = Scores(np.arange(1000.0) + 900.0, np.arange(1000.0))
+    r = audit_at_threshold(GaussianDPAudit(), s, 950.0, delta=DELTA)
+    assert (r.fpr, r.fnr) == (0.05, 0.05)
+    assert r.eps_point is not None and r.eps_point > 0
+    sep = Scores(np.arange(1000.0) + 2000.0, np.arange(1000.0))
+    r = audit_at_threshold(GaussianDPAudit(), sep, 1500.0, delta=DELTA)
+    assert r.eps_point is None and r.eps_point_note
