@@ -104,3 +104,7 @@ def test_point_estimate_needs_at_least_min_count_errors():
     sep = Scores(np.arange(1000.0) + 2000.0, np.arange(1000.0))
     r = audit_at_threshold(GaussianDPAudit(), sep, 1500.0, delta=DELTA)
     assert r.eps_point is None and r.eps_point_note
+    # No signal and no false positive (eps_lower = 0): still no estimate, not a 0.
+    same = Scores(np.zeros(1000), np.zeros(1000))
+    r = audit_at_threshold(GaussianDPAudit(), same, 1.0, delta=DELTA)
+    assert r.eps_lower == 0.0 and r.eps_point is None and r.eps_point_note
