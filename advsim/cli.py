@@ -1,10 +1,13 @@
-"""Command line: `advsim audit` (the main job), `advsim bound`, `advsim sweep`, `advsim plot`.
+"""Command line: `advsim audit` (the main job), `advsim bound`, `advsim sweep`, `advsim plot`,
+`advsim figure`.
 
 `advsim audit` with no arguments runs the built-in experiment: the linear 1-D process with
 q = 0.01, sigma calibrated so that composition gives eps = 8 at delta = 1e-5 for each T,
 10^6 runs per world per T, family auditing; it prints a table and writes CSV, JSON and a
 PNG/PDF plot into an output folder whose name it prints. `advsim sweep CONFIG.toml --out DIR
-[--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its figures.
+[--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its figures;
+`advsim figure NAME [--quick] [--out DIR] [--resume]` runs a seed figure (`advsim.figures`,
+`advsim figure --list`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tqdm.auto import tqdm
 from advsim import bounds
 from advsim._io import provenance, write_csv, write_json
 from advsim.experiment import DEFAULT_STEPS, run_audit
+from advsim.figures import list_figures, run_figure
 from advsim.mechanisms import LinearProcess
 from advsim.plotting import plot_eps_vs_steps
 from advsim.sweep import SweepError, load_config, plot_sweep, resolve, run_sweep
@@ -214,6 +218,20 @@ def _cmd_plot(args) -> int:
     return 0
 
 
+def _cmd_figure(args) -> int:
+    if args.list or not args.name:
+        for name, title in list_figures().items():
+            print(f"{name:<16} {title}")
+        return 0
+    try:
+        run_figure(args.name, quick=args.quick, out=args.out, resume=args.resume,
+                   progress=not args.quiet)
+    except SweepError as err:
+        print(f"advsim figure: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="advsim", description="Simulate and audit hidden-state DP-SGD."
@@ -294,6 +312,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="draw a sweep's heatmaps and curves into DIR/figures/")
     p.add_argument("dir", help="a sweep's output folder")
     p.set_defaults(func=_cmd_plot)
+
+    f = sub.add_parser(
+        "figure", help="run a seed figure (its sweeps, tables and plot); --list names them",
+        description="Each figure is a small file (advsim/figures/defs/NAME.toml): sweep "
+        "configs, derived tables, a plot function. Writes into --out: a folder per sweep, "
+        "the tables (.csv, .json) and the figure (.png, .pdf).",
+    )
+    f.add_argument("name", nargs="?", help="the figure (see --list)")
+    f.add_argument("--list", action="store_true", help="list the figures and exit")
+    f.add_argument("--quick", action="store_true", help="a coarse grid, few runs (~1 minute)")
+    f.add_argument("--out", default=None, help="output folder (default advsim-results/NAME)")
+    f.add_argument("--resume", action="store_true", help="continue the sweeps in --out")
+    f.add_argument("--quiet", action="store_true", help="no progress bars")
+    f.set_defaults(func=_cmd_figure)
     return parser
 
 

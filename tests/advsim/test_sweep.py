@@ -331,24 +331,22 @@ def test_plot_sweep_and_cli(tmp_path, capsys):
     assert main(["plot", str(tmp_path / "nothing")]) == 2
 
 
-def test_figure1_script_quick(tmp_path):
-    """scripts/figure1_last_iterate.py --quick: the three regimes of Figure 1 of
-    arXiv:2410.06186, composition >= heuristic everywhere, (c) non-monotone."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "figure1", REPO / "scripts" / "figure1_last_iterate.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_figure1_quick(tmp_path, capsys):
+    """advsim figure figure1 --quick: the three regimes of Figure 1 of arXiv:2410.06186,
+    composition >= heuristic everywhere, (c) non-monotone; a rerun with --resume reuses
+    every cell."""
     out = tmp_path / "fig1"
-    assert module.main(["--quick", "--out", str(out), "--quiet"]) == 0
+    assert main(["figure", "figure1", "--quick", "--out", str(out), "--quiet"]) == 0
     assert (out / "figure1.png").stat().st_size > 0 and (out / "figure1.pdf").exists()
-    _, rows = load_results(out)
+    _, rows = load_results(out / "sweep")
     for r in rows:
         assert r["composition"] >= r["heuristic"] - 2e-3  # 1e-3 PLD grid: pessimistic
     panel_c = [r["heuristic"] for r in rows if r["noise_multiplier"] == 0.5]
     assert panel_c[0] > min(panel_c) < panel_c[-1]  # falls, then rises again
+    table = (out / "figure1.csv").read_text()
+    assert main(["figure", "figure1", "--quick", "--out", str(out), "--quiet", "--resume"]) == 0
+    assert (out / "figure1.csv").read_text() == table
+    assert "figure1.csv" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------ Ray

@@ -1,0 +1,180 @@
+"""Figures as data: each seed figure is a small TOML file run by `advsim figure NAME`.
+
+A figure file (`advsim/figures/defs/<name>.toml`, shipped with the package) holds
+
+```toml
+[figure]
+title = "Figure 14 of arXiv:2405.14457: ..."   # one line, shown by `advsim figure --list`
+plot = "advsim.figures._plots_landscape:plot_figure14"   # draws the figure, returns paths
+compute = "module:function"   # optional: derived columns and tables (exact laws, ratios)
+
+[params]                      # free-form numbers the hooks read (e.g. delta, fine grids)
+
+[sweeps.sweep]                # one or more sweep configs (`advsim.sweep`), each run into
+[sweeps.sweep.sweep]          # OUT/<key>/ by `advsim.sweep.run_sweep` (resumable)
+mode = "audit"
+...
+
+[tables.figure14]             # OUT/figure14.csv/.json: `source` (a sweep key or a table
+source = "sweep"              # the compute hook returned) projected onto `columns`
+columns = ["noise_multiplier", "eps_lower"]
+
+[quick]                       # merged over the file (tables recursively, lists replaced)
+sweeps.sweep.grid.steps = [1, 5, 25]
+```
+
+The hooks take the `Figure` (its name, quick flag, params, sweep configs, output folder)
+and the finished sweeps' rows, `{key: rows}`: `compute(figure, rows) -> {name: rows}`
+(it may also add derived columns to the sweeps' rows), `plot(figure, rows, tables) ->
+[paths]`. Plot functions live in `advsim.figures._plots_<family>` and share the style of
+`advsim.plotting`.
+
+Example:
+    >>> from advsim.figures import list_figures
+    >>> "figure1" in list_figures()
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from advsim._io import provenance, write_csv, write_json
+from advsim.sweep import run_sweep
+
+__all__ = ["Figure", "list_figures", "load_figure", "print_table", "run_figure"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure file, with its `[quick]` table merged in when `quick`."""
+
+    name: str
+    title: str
+    plot: str
+    compute: str | None
+    params: dict
+    sweeps: dict
+    tables: dict
+    quick: bool = False
+    out: Path = field(default=Path("."))
+
+
+def _defs():
+    return resources.files("advsim.figures").joinpath("defs")
+
+
+def _names() -> list[str]:
+    return sorted(p.name[:-5] for p in _defs().iterdir() if p.name.endswith(".toml"))
+
+
+def list_figures() -> dict[str, str]:
+    """`{name: title}` of every figure file, sorted by name."""
+    return {name: load_figure(name).title for name in _names()}
+
+
+def _merge(base: dict, over: Mapping) -> dict:
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def load_figure(name: str, *, quick: bool = False, out: str | os.PathLike = ".") -> Figure:
+    """Reads `defs/<name>.toml`; with `quick`, its `[quick]` table merged over it.
+
+    Raises:
+        ValueError: no figure has this name, or the file lacks `[figure]` title or plot.
+    """
+    path = _defs().joinpath(f"{name}.toml")
+    if not path.is_file():
+        raise ValueError(f"no figure named {name!r}; the figures: {', '.join(_names())}")
+    data = tomllib.loads(path.read_text())
+    quick_table = data.pop("quick", {})
+    if quick:
+        _merge(data, quick_table)
+    head = data.get("figure", {})
+    for key in ("title", "plot"):
+        if not isinstance(head.get(key), str):
+            raise ValueError(f"figure {name!r}: [figure] needs a string {key!r}")
+    return Figure(
+        name=name, title=head["title"], plot=head["plot"], compute=head.get("compute"),
+        params=data.get("params", {}), sweeps=data.get("sweeps", {}),
+        tables=data.get("tables", {}), quick=quick, out=Path(out),
+    )
+
+
+def _function(path: str):
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1e5 else f"{value:.3g}"
+    return str(value)
+
+
+def print_table(name: str, rows: Sequence[Mapping], columns: Sequence[str]) -> None:
+    """Prints `rows` as an aligned text table, floats to three decimals."""
+    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print(f"\n{name}")
+    for row in ([*columns], *cells):
+        print(" ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def run_figure(
+    name: str,
+    *,
+    quick: bool = False,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> list[Path]:
+    """Runs the figure's sweeps into `out/<key>/`, writes its tables, draws it.
+
+    Args:
+        name: a figure file's name (`list_figures()`).
+        quick: merge the file's `[quick]` table (a coarse grid, few runs: about a minute).
+        out: output folder (default `advsim-results/<name>[-quick]`).
+        resume: continue sweeps already started in `out` (`advsim.sweep.run_sweep`).
+        progress: progress bars.
+
+    Returns:
+        The paths written: the tables (`.csv`; `.json` with provenance: the figure, its
+        params, package versions, devices, git commit) and the figure files.
+    """
+    out = Path(out or f"advsim-results/{name}" + ("-quick" if quick else ""))
+    fig = load_figure(name, quick=quick, out=out)
+    start = time.perf_counter()
+    rows = {
+        key: run_sweep(config, out / key, resume=resume, progress=progress)
+        for key, config in fig.sweeps.items()
+    }
+    tables = _function(fig.compute)(fig, rows) if fig.compute else {}
+    paths, meta = [], provenance({"figure": name, "quick": quick, "params": fig.params})
+    for table_name, spec in fig.tables.items():
+        source = rows[spec["source"]] if spec["source"] in rows else tables[spec["source"]]
+        columns = spec.get("columns") or list(source[0])
+        table = [{c: r.get(c) for c in columns} for r in source]
+        write_csv(out / f"{table_name}.csv", table, columns)
+        write_json(out / f"{table_name}.json",
+                   {"columns": columns, "rows": table, "provenance": meta})
+        paths += [out / f"{table_name}.csv", out / f"{table_name}.json"]
+        print_table(table_name, table, columns)
+    paths += _function(fig.plot)(fig, rows, tables)
+    print("wrote", ", ".join(map(str, paths)), f"({time.perf_counter() - start:.0f} s)")
+    return paths

@@ -1,0 +1,68 @@
+"""Figures as data (`advsim.figures`): every figure file loads, names importable hooks and
+valid sweeps; the command lists and runs them. Running a whole figure is covered by
+test_sweep.py's Figure 1 test (fast) and the slow Figure 14 test here."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from advsim.cli import main
+from advsim.figures import _function, list_figures, load_figure, run_figure
+from advsim.sweep import parse_config
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_every_figure_loads(quick):
+    figures = list_figures()
+    assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v"} <= set(figures)
+    for name in figures:
+        fig = load_figure(name, quick=quick)
+        assert callable(_function(fig.plot))
+        assert fig.compute is None or callable(_function(fig.compute))
+        for config in fig.sweeps.values():
+            assert parse_config(config).cells()
+        for spec in fig.tables.values():
+            assert spec["source"] in fig.sweeps or fig.compute
+
+
+def test_quick_merges_over_the_file():
+    full, quick = load_figure("figure4"), load_figure("figure4", quick=True)
+    assert quick.sweeps["sweep_b"]["grid"]["replicate"] == [0]
+    assert full.sweeps["sweep_b"]["grid"]["replicate"] == [0, 1, 2]
+    assert quick.sweeps["sweep_b"]["mechanism"] == full.sweeps["sweep_b"]["mechanism"]
+    assert quick.sweeps["sweep_a"]["sweep"]["trials"] == 20_000
+
+
+def test_figure14_cells_are_figure4_cells():
+    """Same (sigma, B, T): same cell id, hence the same seed and numbers in both figures."""
+    ids14 = {c.cell_id for c in parse_config(load_figure("figure14").sweeps["sweep"]).cells()}
+    ids4 = {c.cell_id for c in parse_config(load_figure("figure4").sweeps["sweep_a"]).cells()}
+    assert ids4 and ids4 <= ids14
+
+
+def test_command_lists_and_rejects(capsys):
+    assert main(["figure", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in list_figures())
+    assert main(["figure", "no-such-figure"]) == 2
+    assert "figure1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
+def test_figure14_quick(tmp_path):
+    """The GDP audit of the threshold landscape (its Gaussian assumption is rejected where B
+    is small: the figure shows it): below the accounting's epsilon; B = 1 amplifies by
+    T = 25."""
+    out = tmp_path / "fig14"
+    paths = run_figure("figure14", quick=True, out=out, progress=False)
+    assert out / "figure14.png" in paths
+    with (out / "figure14.csv").open() as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    assert len(rows) == 27
+    for r in rows:
+        assert r["eps_lower"] <= r["composition"] + 0.05
+    at = {(r["noise_multiplier"], r["batch_size"], r["steps"]): r["eps_lower"] for r in rows}
+    assert at[(4.0, 1.0, 25.0)] < 0.6 * at[(4.0, 1.0, 1.0)]
