@@ -16,7 +16,8 @@ from advsim.sweep import parse_config
 @pytest.mark.parametrize("quick", [False, True])
 def test_every_figure_loads(quick):
     figures = list_figures()
-    assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v"} <= set(figures)
+    assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v",
+            "threshold_search"} <= set(figures)
     for name in figures:
         fig = load_figure(name, quick=quick)
         assert callable(_function(fig.plot))
@@ -66,3 +67,19 @@ def test_figure14_quick(tmp_path):
         assert r["eps_lower"] <= r["composition"] + 0.05
     at = {(r["noise_multiplier"], r["batch_size"], r["steps"]): r["eps_lower"] for r in rows}
     assert at[(4.0, 1.0, 25.0)] < 0.6 * at[(4.0, 1.0, 1.0)]
+
+
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
+def test_threshold_search_quick(tmp_path):
+    """Algorithm 5 at T = 2 (a compute hook, no sweep): the search is at least the audit of
+    h* = C/2 (h* is on its grid), and the exact eps(delta) of theta_2 is smallest at h*."""
+    out = tmp_path / "search"
+    assert main(["figure", "threshold_search", "--quick", "--out", str(out), "--quiet"]) == 0
+    with (out / "threshold_search_summary.csv").open() as f:
+        summary = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    assert len(summary) == 4
+    for s in summary:
+        assert s["search_eps_lower"] >= s["h_star_eps_lower"]
+        assert s["exact_eps_h_star"] <= s["exact_eps_max"]
+        assert s["exact_gdp_max"] <= s["accounting"] + 1e-6
+    assert (out / "threshold_search.png").stat().st_size > 0
