@@ -28,13 +28,12 @@ from scipy.optimize import brentq
 from advsim._accounting import Accounting
 from advsim._validation import (
     check_delta,
-    check_int,
     check_nonnegative,
     check_positive,
-    check_probability,
 )
 from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
 from advsim.bounds._heuristic import heuristic_epsilon
+from advsim.bounds._run import run_parameters
 
 __all__ = [
     "bounds_for",
@@ -46,16 +45,10 @@ __all__ = [
 _VDI = 1e-4
 
 
-def _check(steps, sampling_prob, canary_steps, value_discretization_interval):
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    n = (
-        steps
-        if canary_steps is None
-        else check_int("canary_steps", canary_steps, minimum=1, maximum=steps)
-    )
+def _check(steps, sampling_prob, noise_multiplier, canary_steps, value_discretization_interval):
+    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
-    return q, n, vdi
+    return steps, q, sigma, n, vdi
 
 
 def _event(q: float, sigma: float, n: int) -> dp_event.DpEvent:
@@ -74,8 +67,8 @@ def _accountant(q, sigma, n, vdi) -> pld_privacy_accountant.PLDAccountant:
 def composition_epsilon(
     delta,
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     canary_steps=None,
     value_discretization_interval=_VDI,
@@ -90,7 +83,7 @@ def composition_epsilon(
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$ (bounds `canary_steps`).
+        steps: $T \ge 1$ (bounds `canary_steps`), or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
@@ -109,8 +102,9 @@ def composition_epsilon(
         4.377
     """
     delta = check_delta("delta", delta)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    q, n, vdi = _check(steps, sampling_prob, canary_steps, value_discretization_interval)
+    _, q, sigma, n, vdi = _check(
+        steps, sampling_prob, noise_multiplier, canary_steps, value_discretization_interval
+    )
     if q == 1.0:
         # n Gaussian mechanisms compose exactly to sqrt(n)/sigma-GDP (Corollary 3.3 of
         # arXiv:1905.02383): the closed form, with no grid (a PLD grid at T = 10^6,
@@ -129,8 +123,8 @@ def composition_epsilon(
 def composition_delta(
     eps,
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     canary_steps=None,
     value_discretization_interval=_VDI,
@@ -141,7 +135,7 @@ def composition_delta(
 
     Args:
         eps: $\varepsilon \ge 0$, finite.
-        steps: $T \ge 1$.
+        steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$ (default $T$).
@@ -155,8 +149,9 @@ def composition_delta(
         0.1269
     """
     eps = check_nonnegative("eps", eps)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    q, n, vdi = _check(steps, sampling_prob, canary_steps, value_discretization_interval)
+    _, q, sigma, n, vdi = _check(
+        steps, sampling_prob, noise_multiplier, canary_steps, value_discretization_interval
+    )
     if q == 1.0:  # exact: sqrt(n)/sigma-GDP, as in composition_epsilon
         return gdp_delta(eps, math.sqrt(n) / sigma)
     delta = float(_accountant(q, sigma, n, vdi).get_delta(eps))
@@ -209,8 +204,10 @@ def calibrate_noise_multiplier(
     """
     target = check_positive("target_epsilon", target_epsilon)
     delta = check_delta("delta", delta)
-    q, n, vdi = _check(steps, sampling_prob, canary_steps, value_discretization_interval)
-    steps = int(steps)
+    # sigma is what is sought: 1.0 stands in for it in the shared check.
+    steps, q, _, n, vdi = _check(
+        steps, sampling_prob, 1.0, canary_steps, value_discretization_interval
+    )
     tol = check_positive("tol", tol)
 
     sigma_hi = 1.05 * math.sqrt(n) / gdp_mu(target, delta)
@@ -275,10 +272,8 @@ def bounds_for(accounting: Accounting, delta) -> dict[str, float]:
     if not isinstance(accounting, Accounting):
         raise TypeError(f"accounting must be an advsim.Accounting, got {type(accounting)!r}")
     delta = check_delta("delta", delta)
-    args = (delta, accounting.steps, accounting.sampling_prob, accounting.noise_multiplier)
-    n = accounting.num_canary_steps
     return {
-        "heuristic": heuristic_epsilon(*args, canary_steps=n),
-        "composition": composition_epsilon(*args, canary_steps=n),
-        "full_batch": full_batch_epsilon(*args, canary_steps=n),
+        "heuristic": heuristic_epsilon(delta, accounting),
+        "composition": composition_epsilon(delta, accounting),
+        "full_batch": full_batch_epsilon(delta, accounting),
     }

@@ -21,12 +21,10 @@ from scipy.special import erf, erfinv, log_ndtr, ndtri
 
 from advsim._validation import (
     check_delta,
-    check_int,
     check_nonnegative,
-    check_positive,
-    check_probability,
 )
 from advsim.bounds._mixture import MAX_SNR
+from advsim.bounds._run import run_parameters
 
 __all__ = ["full_batch_epsilon", "gdp_delta", "gdp_epsilon", "gdp_mu"]
 
@@ -166,7 +164,7 @@ def gdp_mu(eps, delta) -> float:
 
 
 def full_batch_epsilon(
-    delta, steps, sampling_prob, noise_multiplier, *, canary_steps=None
+    delta, steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None
 ) -> float:
     r"""eps(delta) of full-batch DP-GD with the same expected signal-to-noise ratio.
 
@@ -179,7 +177,7 @@ def full_batch_epsilon(
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$ (bounds `canary_steps`).
+        steps: $T \ge 1$ (bounds `canary_steps`), or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the steps carrying the canary (default $T$).
@@ -195,12 +193,5 @@ def full_batch_epsilon(
         4.3772
     """
     delta = check_delta("delta", delta)
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    n = (
-        steps
-        if canary_steps is None
-        else check_int("canary_steps", canary_steps, minimum=1, maximum=steps)
-    )
+    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     return gdp_epsilon(delta, q * math.sqrt(n) / sigma)

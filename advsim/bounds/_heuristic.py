@@ -26,6 +26,7 @@ from advsim._validation import (
     check_probability,
 )
 from advsim.bounds._mixture import _Batch
+from advsim.bounds._run import run_parameters
 
 __all__ = [
     "binomial_mixture",
@@ -133,17 +134,6 @@ def binomial_mixture(n, q, *, log_tol: float = _LOG_TOL) -> tuple[np.ndarray, np
     return k[keep], p[keep]
 
 
-def _check_common(steps, sampling_prob, noise_multiplier, canary_steps):
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    if canary_steps is None:
-        n = steps
-    else:
-        n = check_int("canary_steps", canary_steps, minimum=1, maximum=steps)
-    return steps, q, sigma, n
-
-
 def _heuristic_batch(steps, atoms, sigma: float) -> _Batch:
     """One row per step count: the atoms (k, log p) over sqrt(steps[i]) * sigma."""
     width = max(k.size for k, _ in atoms)
@@ -159,7 +149,9 @@ def _single(steps: int, n: int, q: float, sigma: float) -> _Batch:
     return _heuristic_batch([steps], [_binomial_log_atoms(n, q, _LOG_TOL)], sigma)
 
 
-def heuristic_delta(eps, steps, sampling_prob, noise_multiplier, *, canary_steps=None) -> float:
+def heuristic_delta(
+    eps, steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None
+) -> float:
     r"""delta(eps) of DP-SGD releasing only its last iterate, for linear losses.
 
     Theorem 1 of arXiv:2410.06186: $\delta_{T,q,\sigma}(\varepsilon) =
@@ -169,7 +161,7 @@ def heuristic_delta(eps, steps, sampling_prob, noise_multiplier, *, canary_steps
 
     Args:
         eps: $\varepsilon \ge 0$, finite.
-        steps: $T \ge 1$, the number of noisy steps.
+        steps: $T \ge 1$, the number of noisy steps, or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
@@ -186,11 +178,13 @@ def heuristic_delta(eps, steps, sampling_prob, noise_multiplier, *, canary_steps
         0.126937
     """
     eps = check_nonnegative("eps", eps)
-    steps, q, sigma, n = _check_common(steps, sampling_prob, noise_multiplier, canary_steps)
+    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     return float(_single(steps, n, q, sigma).delta(eps)[0])
 
 
-def heuristic_epsilon(delta, steps, sampling_prob, noise_multiplier, *, canary_steps=None) -> float:
+def heuristic_epsilon(
+    delta, steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None
+) -> float:
     r"""eps(delta) of DP-SGD releasing only its last iterate, for linear losses.
 
     Theorem 1 of arXiv:2410.06186, Equation 3: $\varepsilon_{T,q,\sigma}(\delta) =
@@ -202,7 +196,7 @@ def heuristic_epsilon(delta, steps, sampling_prob, noise_multiplier, *, canary_s
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$.
+        steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$ (default $T$).
@@ -216,9 +210,12 @@ def heuristic_epsilon(delta, steps, sampling_prob, noise_multiplier, *, canary_s
     Example:
         >>> round(heuristic_epsilon(1e-6, 3, 0.1, 1.0), 3)  # Section 4.2, alpha = 0
         2.222
+        >>> from advsim import Accounting
+        >>> round(heuristic_epsilon(1e-6, Accounting(3, 0.1, 1.0, (1, 2, 3))), 3)
+        2.222
     """
     delta = check_delta("delta", delta)
-    steps, q, sigma, n = _check_common(steps, sampling_prob, noise_multiplier, canary_steps)
+    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     return float(_single(steps, n, q, sigma).epsilon(delta)[0])
 
 

@@ -45,9 +45,10 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy.special import ndtr, ndtri
 
-from advsim._validation import check_delta, check_int, check_positive, check_probability
+from advsim._validation import check_delta, check_positive
 from advsim.bounds._heuristic import binomial_mixture
 from advsim.bounds._mixture import mixture_tradeoff
+from advsim.bounds._run import run_parameters
 
 __all__ = [
     "TradeoffCurve",
@@ -169,18 +170,6 @@ def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple:
     )
 
 
-def _check_steps(steps, sampling_prob, noise_multiplier, canary_steps):
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    n = (
-        steps
-        if canary_steps is None
-        else check_int("canary_steps", canary_steps, minimum=1, maximum=steps)
-    )
-    return steps, q, sigma, n
-
-
 @functools.lru_cache(maxsize=256)
 def _pld(q: float, sigma: float, n: int, vdi: float):
     return pld_lib.from_gaussian_mechanism(
@@ -190,8 +179,8 @@ def _pld(q: float, sigma: float, n: int, vdi: float):
 
 def composition_pld(
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     canary_steps=None,
     value_discretization_interval=TRADEOFF_VDI,
@@ -204,7 +193,7 @@ def composition_pld(
     Returns:
         A `dp_accounting.pld.PrivacyLossDistribution`.
     """
-    _, q, sigma, n = _check_steps(steps, sampling_prob, noise_multiplier, canary_steps)
+    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     return _pld(q, sigma, n, vdi)
 
@@ -244,8 +233,8 @@ def _curve(q: float, sigma: float, n: int, vdi: float) -> TradeoffCurve:
 
 def composition_tradeoff_curve(
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     canary_steps=None,
     value_discretization_interval=TRADEOFF_VDI,
@@ -257,7 +246,7 @@ def composition_tradeoff_curve(
     docstring); below the exact curve by the PLD's pessimism and the grid's gaps.
 
     Args:
-        steps: T >= 1.
+        steps: T >= 1, or an `advsim.Accounting` (then nothing else).
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
         canary_steps: the number of steps that can carry the canary (default T).
@@ -271,7 +260,7 @@ def composition_tradeoff_curve(
         >>> round(float(f(0.1)), 3), round(float(gdp_tradeoff(0.1, 1.0)), 3)
         (0.611, 0.611)
     """
-    _, q, sigma, n = _check_steps(steps, sampling_prob, noise_multiplier, canary_steps)
+    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     return _curve(q, sigma, n, vdi)
 
@@ -279,8 +268,8 @@ def composition_tradeoff_curve(
 def composition_tradeoff(
     alpha,
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     canary_steps=None,
     value_discretization_interval=TRADEOFF_VDI,
@@ -296,7 +285,7 @@ def composition_tradeoff(
     return curve(alpha)
 
 
-def composition_epsilon_from_pld(delta, steps, sampling_prob, noise_multiplier, **kwargs):
+def composition_epsilon_from_pld(delta, steps, sampling_prob=None, noise_multiplier=None, **kwargs):
     """eps(delta) of the same (cached) PLD the curve is built from."""
     delta = check_delta("delta", delta)
     pld = composition_pld(steps, sampling_prob, noise_multiplier, **kwargs)
@@ -317,7 +306,9 @@ def gdp_tradeoff(alpha, mu) -> np.ndarray:
         return ndtr(-ndtri(alpha) - mu)
 
 
-def linear_loss_tradeoff(alpha, steps, sampling_prob, noise_multiplier, *, canary_steps=None):
+def linear_loss_tradeoff(
+    alpha, steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None
+):
     r"""Exact trade-off curve of the last iterate of DP-SGD on a linear loss.
 
     $Q = \mathcal{N}(0, T\sigma^2)$ (canary out) against
@@ -333,6 +324,6 @@ def linear_loss_tradeoff(alpha, steps, sampling_prob, noise_multiplier, *, canar
         True
     """
     alpha = _check_alpha(alpha)
-    steps, q, sigma, n = _check_steps(steps, sampling_prob, noise_multiplier, canary_steps)
+    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
     support, probs = binomial_mixture(n, q)
     return mixture_tradeoff(alpha, support, probs, sigma * math.sqrt(steps))

@@ -10,6 +10,7 @@ composition of one Poisson-subsampled Gaussian is exactly the pair of Theorem 1.
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
@@ -20,12 +21,16 @@ from advsim.bounds import (
     calibrate_noise_multiplier,
     composition_delta,
     composition_epsilon,
+    composition_epsilon_from_pld,
+    composition_pld,
+    composition_tradeoff,
     full_batch_epsilon,
     gdp_delta,
     gdp_epsilon,
     gdp_mu,
     heuristic_delta,
     heuristic_epsilon,
+    linear_loss_tradeoff,
 )
 
 # Measured discretization error of composition_epsilon at the default interval 1e-4:
@@ -224,6 +229,41 @@ def test_bounds_for_accounting():
     assert b["composition"] == composition_epsilon(1e-6, 100, 0.1, 1.5, canary_steps=2)
     assert b["full_batch"] == full_batch_epsilon(1e-6, 100, 0.1, 1.5, canary_steps=2)
     assert b["heuristic"] <= b["composition"]
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        heuristic_delta,
+        heuristic_epsilon,
+        composition_delta,
+        composition_epsilon,
+        full_batch_epsilon,
+        composition_epsilon_from_pld,
+    ],
+)
+def test_every_bound_accepts_an_accounting(bound):
+    # The record of a run in place of (steps, sampling_prob, noise_multiplier,
+    # canary_steps): the same number, bit for bit (only the count of canary steps counts).
+    acc = Accounting(steps=20, sampling_prob=0.1, noise_multiplier=1.5, canary_steps=(1, 5, 9))
+    x = 1.0 if "delta" in bound.__name__ else 1e-6
+    assert bound(x, acc) == bound(x, 20, 0.1, 1.5, canary_steps=3)
+
+
+def test_tradeoff_bounds_accept_an_accounting():
+    acc = Accounting(steps=20, sampling_prob=0.1, noise_multiplier=1.5, canary_steps=(1, 5, 9))
+    alpha = np.array([0.01, 0.1, 0.5])
+    for bound in (linear_loss_tradeoff, composition_tradeoff):
+        np.testing.assert_array_equal(bound(alpha, acc), bound(alpha, 20, 0.1, 1.5, canary_steps=3))
+    assert composition_pld(acc) is composition_pld(20, 0.1, 1.5, canary_steps=3)  # cached
+
+
+def test_an_accounting_and_numbers_together_are_refused():
+    acc = Accounting(steps=20, sampling_prob=0.1, noise_multiplier=1.5, canary_steps=(1,))
+    with pytest.raises(TypeError, match="either an Accounting or steps.*canary_steps"):
+        heuristic_epsilon(1e-6, acc, canary_steps=1)
+    with pytest.raises(TypeError, match="missing noise_multiplier"):
+        composition_epsilon(1e-6, 20, 0.1)
 
 
 def test_bounds_for_rejects_other_records():
