@@ -1,5 +1,6 @@
 """EpsDeltaAudit: soundness, the analytic limit at a fixed test, jax_privacy cross-check."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -147,6 +148,12 @@ def test_audit_function_has_the_class_defaults():
     b = EpsDeltaAudit()(s, delta=DELTA)
     assert a.to_dict() == b.to_dict()
     assert a.eps_point is None and "min_count = 50" in a.eps_point_note
+    # to_dict holds the same numbers as plain Python values, and the result is immutable.
+    d = a.to_dict()
+    for name in ("eps_lower", "threshold", "fpr", "fnr", "fpr_upper", "fnr_upper"):
+        assert type(d[name]) is float and d[name] == getattr(a, name), name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.eps_lower = 0.0
 
 
 def test_point_estimate_is_the_raw_rate_epsilon_at_the_threshold():
