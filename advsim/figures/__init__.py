@@ -16,8 +16,8 @@ mode = "audit"
 ...
 
 [tables.figure14]             # OUT/figure14.csv/.json: `source` (a sweep key or a table
-source = "sweep"              # the compute hook returned) projected onto `columns`
-columns = ["noise_multiplier", "eps_lower"]
+source = "sweep"              # the compute hook returned) projected onto `columns` (all
+columns = ["noise_multiplier", "eps_lower"]   # by default), printed unless print = false
 
 [quick]                       # merged over the file (tables recursively, lists replaced)
 sweeps.sweep.grid.steps = [1, 5, 25]
@@ -174,7 +174,8 @@ def run_figure(
         write_json(out / f"{table_name}.json",
                    {"columns": columns, "rows": table, "provenance": meta})
         paths += [out / f"{table_name}.csv", out / f"{table_name}.json"]
-        print_table(table_name, table, columns)
+        if spec.get("print", True):
+            print_table(table_name, table, columns)
     paths += _function(fig.plot)(fig, rows, tables)
     print("wrote", ", ".join(map(str, paths)), f"({time.perf_counter() - start:.0f} s)")
     return paths

@@ -1,9 +1,10 @@
 r"""The threshold landscape's figures (arXiv:2405.14457): Figure 4 (a, b) and Figure 14.
 
 The adversary $A_S^{h^*}$ of Section 6 (`advsim.mechanisms.ThresholdLandscape`, reinforcing
-orientation, $h^* = C/2$, $C = 1$, scored by `advsim.adversaries.ThresholdAdversary`; Figures 4 and 14) and Algorithm 5's
-threshold search at T = 2 (Appendix F; Figure 7 of the ICLR 2025 version), audited with Gaussian-DP auditing at $\delta = 10^{-5}$. Beside the audits, the exact
-$\varepsilon(\delta)$ of $\theta_T$ (grid-propagated laws,
+orientation, $h^* = C/2$, $C = 1$, scored by `advsim.adversaries.ThresholdAdversary`;
+Figures 4 and 14) and Algorithm 5's threshold search at T = 2 (Appendix F; Figure 7 of the
+ICLR 2025 version), audited with Gaussian-DP auditing at $\delta = 10^{-5}$. Beside the
+audits, the exact $\varepsilon(\delta)$ of $\theta_T$ (grid-propagated laws,
 `advsim.mechanisms.landscape_epsilon_curve`; dotted lines). The GDP conversion assumes a
 Gaussian trade-off curve, which fails when B is small relative to sigma (sigma = 1, B = 1:
 exact eps of theta_25 is 1.09, the GDP audit reports ~3.9): the GDP ratios are the paper's

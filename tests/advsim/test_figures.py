@@ -17,7 +17,7 @@ from advsim.sweep import parse_config
 def test_every_figure_loads(quick):
     figures = list_figures()
     assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v",
-            "threshold_search"} <= set(figures)
+            "threshold_search", "its_our_loss_figure1"} <= set(figures)
     for name in figures:
         fig = load_figure(name, quick=quick)
         assert callable(_function(fig.plot))
@@ -83,3 +83,21 @@ def test_threshold_search_quick(tmp_path):
         assert s["exact_eps_h_star"] <= s["exact_eps_max"]
         assert s["exact_gdp_max"] <= s["accounting"] + 1e-6
     assert (out / "threshold_search.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_its_our_loss_figure1_quick(tmp_path):
+    """Annamalai's Figure 1 (float64 only while it runs): the rigorous bound is positive and
+    below composition; the x64 flag is restored afterwards."""
+    import jax
+
+    before = jax.config.jax_enable_x64
+    out = tmp_path / "its1"
+    run_figure("its_our_loss_figure1", quick=True, out=out, progress=False)
+    assert jax.config.jax_enable_x64 == before
+    with (out / "its_our_loss_figure1.csv").open() as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    assert [r["steps"] for r in rows] == [100, 100]
+    for r in rows:
+        assert 0 < r["eps_lower"] <= r["eps_composition"]
+    assert (out / "its_our_loss_figure1_log.png").stat().st_size > 0
