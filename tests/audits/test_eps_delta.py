@@ -172,3 +172,12 @@ def test_point_estimate_is_the_raw_rate_epsilon_at_the_threshold():
     assert r.eps_point >= r.eps_lower > 0
     # A numerator of exactly 0 bounds nothing: -inf, with no warning (log of 0 is not taken).
     assert eps_delta_terms(0.5, 0.5, 0.5) == (-np.inf, -np.inf)
+
+
+def test_no_signal_gives_a_point_estimate_of_zero():
+    # Identical worlds: at tau = 500 the raw rates are exactly 1/2 each, so the (eps, delta)
+    # inequalities give eps = log(1 - 2 delta) < 0: eps_point = 0 (an estimate, not None),
+    # and eps_lower = 0.
+    s = Scores(np.arange(1000.0), np.arange(1000.0))
+    r = audit_at_threshold(EpsDeltaAudit(), s, 500.0, delta=DELTA)
+    assert r.eps_lower == 0.0 and r.eps_point == 0.0
