@@ -5,7 +5,7 @@ A figure file (`advsim/figures/defs/<name>.toml`, shipped with the package) hold
 ```toml
 [figure]
 title = "Figure 14 of arXiv:2405.14457: ..."   # one line, shown by `advsim figure --list`
-plot = "advsim.figures._plots_landscape:plot_figure14"   # draws the figure, returns paths
+plot = "advsim.figures._plots_landscape:plot_figure14"   # draws it (none: tables only)
 compute = "module:function"   # optional: derived columns and tables (exact laws, ratios)
 
 [params]                      # free-form numbers the hooks read (e.g. delta, fine grids)
@@ -59,7 +59,7 @@ class Figure:
 
     name: str
     title: str
-    plot: str
+    plot: str | None
     compute: str | None
     params: dict
     sweeps: dict
@@ -94,7 +94,7 @@ def load_figure(name: str, *, quick: bool = False, out: str | os.PathLike = ".")
     """Reads `defs/<name>.toml`; with `quick`, its `[quick]` table merged over it.
 
     Raises:
-        ValueError: no figure has this name, or the file lacks `[figure]` title or plot.
+        ValueError: no figure has this name, or the file lacks a `[figure]` title.
     """
     path = _defs().joinpath(f"{name}.toml")
     if not path.is_file():
@@ -104,11 +104,10 @@ def load_figure(name: str, *, quick: bool = False, out: str | os.PathLike = ".")
     if quick:
         _merge(data, quick_table)
     head = data.get("figure", {})
-    for key in ("title", "plot"):
-        if not isinstance(head.get(key), str):
-            raise ValueError(f"figure {name!r}: [figure] needs a string {key!r}")
+    if not isinstance(head.get("title"), str) or not isinstance(head.get("plot", ""), str):
+        raise ValueError(f"figure {name!r}: [figure] needs a string title (and plot, if any)")
     return Figure(
-        name=name, title=head["title"], plot=head["plot"], compute=head.get("compute"),
+        name=name, title=head["title"], plot=head.get("plot"), compute=head.get("compute"),
         params=data.get("params", {}), sweeps=data.get("sweeps", {}),
         tables=data.get("tables", {}), quick=quick, out=Path(out),
     )
@@ -123,7 +122,7 @@ def _fmt(value) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 1e5 else f"{value:.3g}"
+        return f"{value:.3f}" if value == 0 or 1e-2 <= abs(value) < 1e5 else f"{value:.3g}"
     return str(value)
 
 
@@ -176,6 +175,7 @@ def run_figure(
         paths += [out / f"{table_name}.csv", out / f"{table_name}.json"]
         if spec.get("print", True):
             print_table(table_name, table, columns)
-    paths += _function(fig.plot)(fig, rows, tables)
+    if fig.plot:
+        paths += _function(fig.plot)(fig, rows, tables)
     print("wrote", ", ".join(map(str, paths)), f"({time.perf_counter() - start:.0f} s)")
     return paths

@@ -17,10 +17,10 @@ from advsim.sweep import parse_config
 def test_every_figure_loads(quick):
     figures = list_figures()
     assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v",
-            "threshold_search", "its_our_loss_figure1"} <= set(figures)
+            "threshold_search", "its_our_loss_figure1", "counterexamples"} <= set(figures)
     for name in figures:
         fig = load_figure(name, quick=quick)
-        assert callable(_function(fig.plot))
+        assert fig.plot is None or callable(_function(fig.plot))
         assert fig.compute is None or callable(_function(fig.compute))
         for config in fig.sweeps.values():
             assert parse_config(config).cells()
@@ -101,3 +101,29 @@ def test_its_our_loss_figure1_quick(tmp_path):
     for r in rows:
         assert 0 < r["eps_lower"] <= r["eps_composition"]
     assert (out / "its_our_loss_figure1_log.png").stat().st_size > 0
+
+
+def test_counterexamples_zeroing_row_is_the_nonmonotone_search():
+    """The zeroing row's (T, q, sigma) are what the bounds code finds (eps_T < eps_1)."""
+    from advsim.mechanisms import nonmonotone_heuristic_parameters
+
+    found = nonmonotone_heuristic_parameters(
+        1e-5, steps=(50,), sampling_probs=(0.01,), noise_multipliers=(0.4,)
+    )[0]
+    row = load_figure("counterexamples").params["rows"][0]
+    assert row["mechanism"].endswith(":ZeroingRegularizer")
+    assert row["params"] == {k: found[k] for k in ("steps", "sampling_prob", "noise_multiplier")}
+
+
+@pytest.mark.slow
+def test_counterexamples_quick(tmp_path):
+    """A table, no plot: for every construction, eps_lower <= exact <= composition."""
+    out = tmp_path / "ce"
+    paths = run_figure("counterexamples", quick=True, out=out, progress=False)
+    assert {p.suffix for p in paths} == {".csv", ".json"}
+    with (out / "counterexamples.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 5
+    for r in rows:
+        assert float(r["eps_lower"]) <= float(r["exact"]) + 1e-9
+        assert float(r["exact"]) <= float(r["composition"]) + 1e-3
