@@ -174,11 +174,17 @@ class AssumptionCheck:
     def describe(self) -> str:
         """One sentence for a warning or a table cell."""
         w = self.worst
+        curve = w["curve_fnr"]
+        at = (
+            f"FNR {curve:.3g}"
+            if curve is not None and math.isfinite(curve)
+            else "no FNR (the edge of the family)"
+        )
         where = (
             f"at threshold {w['threshold']:.6g} (FPR {w['fpr']:.3g} in "
             f"[{w['fpr_interval'][0]:.3g}, {w['fpr_interval'][1]:.3g}], FNR {w['fnr']:.3g} "
             f"in [{w['fnr_interval'][0]:.3g}, {w['fnr_interval'][1]:.3g}]) the curve at "
-            f"{self.param_name} = {w['param_fit']:.4g} gives FNR {w['curve_fnr']:.3g}"
+            f"{self.param_name} = {w['param_fit']:.4g} gives {at}"
         )
         if self.rejected:
             return (

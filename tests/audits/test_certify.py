@@ -358,3 +358,33 @@ def test_false_certifications_in_100_repeats(bound):
             )
         false += cert.certified
     assert false <= allowed, f"{false} false certifications in {reps} > {allowed} allowed"
+
+
+def test_eps_equivalent_is_the_named_bound_at_the_boundary():
+    # The "equivalent epsilon" names the violated curve: each bound's own epsilon at the
+    # certificate's sigma* (mu* for gdp), computed here by the public bound functions
+    # (heuristic: Theorem 1 of arXiv:2410.06186; composition: dp_accounting's PLD at its
+    # default 1e-4 grid, against the certificate's 1e-3 grid, so to 1e-2; gdp:
+    # Corollary 2.13 of arXiv:1905.02383). A swapped branch gives another bound's number.
+    from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
+
+    steps, q, sigma, delta = 10, 0.1, 1.0, 1e-5
+    acc = _every_step(steps, q, sigma)
+    s = _family_scores(steps, q, sigma, 100_000, seed=3)
+    h = certify_violation(s, "heuristic", acc, delta=delta)
+    assert h.eps_equivalent == pytest.approx(
+        heuristic_epsilon(delta, steps, q, h.sigma_star), rel=1e-9
+    )
+    m = certify_violation(s, "heuristic_max_over_steps", acc, delta=delta)
+    assert m.eps_equivalent == pytest.approx(
+        heuristic_epsilon_max_over_steps(delta, steps, q, m.sigma_star), rel=1e-9
+    )
+    c = certify_violation(s, "composition", acc, delta=delta)
+    assert c.eps_equivalent == pytest.approx(
+        composition_epsilon(delta, steps, q, c.sigma_star), rel=1e-2
+    )
+    g = certify_violation(_gauss_scores(1.0, 100_000, seed=1), "gdp", delta=delta)
+    assert g.eps_equivalent == pytest.approx(gdp_epsilon(delta, g.mu_star), rel=1e-12)
+    # The heuristic's and composition's numbers differ here, so swapped branches fail.
+    # (max over t <= 10 of the heuristic is its T = 10 value here: it grows with t.)
+    assert abs(h.eps_equivalent - c.eps_equivalent) > 0.1

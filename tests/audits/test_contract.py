@@ -228,3 +228,20 @@ def test_two_scores_per_world_is_enough():
     for method in METHODS:
         r = run(method, s)
         assert (r.n_in, r.n_out) == (1, 1) and r.eps_lower >= 0
+
+
+def test_results_and_guarantees_are_immutable_and_plain(scores):
+    # A result is a record of what was measured: frozen, like its guarantee; and its JSON
+    # form holds plain Python numbers (numpy scalars converted), whatever the method put in.
+    import dataclasses
+
+    from advsim.audits._result import _plain
+
+    r = run("eps_delta", scores)
+    for obj, field in ((r, "eps_lower"), (r.guarantee, "assumption")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field, None)
+    plain = _plain({"a": np.float64(1.5), "b": [np.int64(2), np.bool_(True)], "c": np.ones(2)})
+    assert plain == {"a": 1.5, "b": [2, True], "c": [1.0, 1.0]}
+    assert type(plain["a"]) is float and type(plain["b"][0]) is int
+    assert type(plain["b"][1]) is bool
