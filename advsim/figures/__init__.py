@@ -11,8 +11,8 @@ compute = "module:function"   # optional: derived columns and tables (exact laws
 [params]                      # free-form numbers the hooks read (e.g. delta, fine grids)
 
 [sweeps.sweep]                # one or more sweep configs (`advsim.sweep`), each run into
-[sweeps.sweep.sweep]          # OUT/<key>/ by `advsim.sweep.run_sweep` (resumable)
-mode = "audit"
+[sweeps.sweep.sweep]          # OUT/<key>/ by `advsim.sweep.run_sweep` (resumable), each
+mode = "audit"                # merged over the optional [sweep_defaults] (tables they share)
 ...
 
 [tables.figure14]             # OUT/figure14.csv/.json: `source` (a sweep key or a table
@@ -23,7 +23,7 @@ columns = ["noise_multiplier", "eps_lower"]   # by default), printed unless prin
 sweeps.sweep.grid.steps = [1, 5, 25]
 ```
 
-The hooks take the `Figure` (its name, quick flag, params, sweep configs, output folder)
+The hooks take the `Figure` (name, quick and resume flags, params, sweeps, output folder)
 and the finished sweeps' rows, `{key: rows}`: `compute(figure, rows) -> {name: rows}`
 (it may also add derived columns to the sweeps' rows), `plot(figure, rows, tables) ->
 [paths]`. Plot functions live in `advsim.figures._plots_<family>` and share the style of
@@ -66,6 +66,7 @@ class Figure:
     tables: dict
     quick: bool = False
     out: Path = field(default=Path("."))
+    resume: bool = False
 
 
 def _defs():
@@ -90,7 +91,9 @@ def _merge(base: dict, over: Mapping) -> dict:
     return base
 
 
-def load_figure(name: str, *, quick: bool = False, out: str | os.PathLike = ".") -> Figure:
+def load_figure(
+    name: str, *, quick: bool = False, out: str | os.PathLike = ".", resume: bool = False
+) -> Figure:
     """Reads `defs/<name>.toml`; with `quick`, its `[quick]` table merged over it.
 
     Raises:
@@ -108,8 +111,11 @@ def load_figure(name: str, *, quick: bool = False, out: str | os.PathLike = ".")
         raise ValueError(f"figure {name!r}: [figure] needs a string title (and plot, if any)")
     return Figure(
         name=name, title=head["title"], plot=head.get("plot"), compute=head.get("compute"),
-        params=data.get("params", {}), sweeps=data.get("sweeps", {}),
-        tables=data.get("tables", {}), quick=quick, out=Path(out),
+        params=data.get("params", {}), sweeps={
+            key: _merge(copy.deepcopy(data.get("sweep_defaults", {})), sweep)
+            for key, sweep in data.get("sweeps", {}).items()
+        },
+        tables=data.get("tables", {}), quick=quick, out=Path(out), resume=resume,
     )
 
 
@@ -157,7 +163,7 @@ def run_figure(
         params, package versions, devices, git commit) and the figure files.
     """
     out = Path(out or f"advsim-results/{name}" + ("-quick" if quick else ""))
-    fig = load_figure(name, quick=quick, out=out)
+    fig = load_figure(name, quick=quick, out=out, resume=resume)
     start = time.perf_counter()
     rows = {
         key: run_sweep(config, out / key, resume=resume, progress=progress)
