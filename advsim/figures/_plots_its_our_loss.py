@@ -1,4 +1,4 @@
-"""Annamalai (2024), "It's Our Loss": Figure 1, observed FPR-FNR curves against theory.
+"""Annamalai (2024), "It's Our Loss": Figures 1 (FPR-FNR curves) and 2 (eps_emp vs eps).
 
 DP-SGD with the likelihood-encoding loss (`advsim.mechanisms.LikelihoodEncodingLoss`), only
 the last model released, scored by the decoder of Section 4.3
@@ -7,12 +7,15 @@ FPR-FNR curve of thresholding the score (Algorithm 2, lines 10-15;
 `advsim.audits.observed_tradeoff`), the composition trade-off curve (every iterate
 released; `advsim.bounds.composition_tradeoff_curve`) and the exact last-iterate curve of
 a linear loss (`advsim.bounds.linear_loss_tradeoff`, Theorem 1 of arXiv:2410.06186), with
-the audit of each setting (`advsim.audits.TradeoffAudit`). Needs float64: the compute
-hook enables jax_enable_x64 while it runs.
+the audit of each setting (`advsim.audits.TradeoffAudit`). Figure 2: Algorithm 2's
+estimate, the held-out eps_emp, the rigorous eps_lower and the composition index the
+held-out boxes violate, against the eps sigma is calibrated to. Needs float64: the
+compute hooks enable jax_enable_x64 while they run.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import jax
@@ -22,15 +25,16 @@ import advsim
 from advsim.adversaries import LikelihoodSumDecoder
 from advsim.audits import TradeoffAudit, observed_tradeoff
 from advsim.bounds import (
+    calibrate_noise_multiplier,
     composition_epsilon,
     composition_tradeoff,
     heuristic_epsilon,
     linear_loss_tradeoff,
 )
 from advsim.mechanisms import LikelihoodEncodingLoss
-from advsim.plotting import plot_tradeoff_panels
+from advsim.plotting import plot_eps_emp_vs_eps, plot_tradeoff_panels
 
-__all__ = ["compute_figure1", "plot_figure1"]
+__all__ = ["compute_figure1", "compute_figure2", "plot_figure1", "plot_figure2"]
 
 
 def _setting(sigma, q, steps, trials, seed, delta) -> dict:
@@ -100,3 +104,98 @@ def plot_figure1(fig, rows, tables):
         ]
         paths += plot_tradeoff_panels(panels, fig.out / stem, log=log)
     return paths
+
+
+def _cell(q, steps, eps, rep, sigma, fig) -> dict:
+    """One repetition: simulate (kept as cells/<stem>.npz, so the audit can be redone) and
+    audit (cells/<stem>.json, reused on --resume)."""
+    p = fig.params
+    trials, delta, scale = p["trials"], p["delta"], p["scale"]
+    stem = f"q{q:g}_T{steps}_eps{eps:g}_rep{rep}_n{trials}"
+    stem += "" if scale == "paper" else f"_{scale}"
+    path, npz = fig.out / "cells" / f"{stem}.json", fig.out / "cells" / f"{stem}.npz"
+    if fig.resume and path.exists():
+        return json.loads(path.read_text())
+    mech = LikelihoodEncodingLoss(steps, q, sigma, scale=scale)
+    seed = int(1000 * q) * 10**6 + steps * 1000 + int(10 * eps) * 10 + rep
+    if npz.exists():
+        saved = np.load(npz)
+        scores = advsim.Scores(saved["canary_in"], saved["canary_out"])
+        sim_s = float(saved["simulate_s"])
+    else:
+        start = time.perf_counter()
+        scores = advsim.simulate(mech, LikelihoodSumDecoder(), trials, jax.random.key(seed))
+        sim_s = time.perf_counter() - start
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(npz, canary_in=scores.canary_in, canary_out=scores.canary_out, simulate_s=sim_s)
+    start = time.perf_counter()
+    result = TradeoffAudit(seed=rep)(scores, delta=delta, accounting=mech.accounting())
+    x = result.extras
+    row = dict(
+        sampling_prob=q, steps=steps, eps=eps, rep=rep, seed=seed, trials=trials,
+        noise_multiplier=sigma, scale=float(mech.scale), eps_point=x["eps_algorithm2"],
+        eps_point_boundary=x["eps_algorithm2_boundary"],
+        eps_held_out=float("nan") if result.eps_point is None else result.eps_point,
+        eps_lower=result.eps_lower, eps_composition_violated=x["eps_composition_violated"],
+        eps_composition_violated_boundary=x["eps_composition_violated_boundary"],
+        heuristic=heuristic_epsilon(delta, steps, q, sigma), simulate_s=sim_s,
+        audit_s=time.perf_counter() - start, mean_in=float(scores.canary_in.mean()),
+        mean_out=float(scores.canary_out.mean()),
+    )
+    path.write_text(json.dumps(row))  # NaN stays a float on --resume
+    return row
+
+
+def _summary(rs) -> dict:
+    pts, held = np.array([r["eps_point"] for r in rs]), np.array([r["eps_held_out"] for r in rs])
+    low = np.array([r["eps_lower"] for r in rs])
+    sd = (lambda a: float(a.std(ddof=1))) if len(rs) > 1 else (lambda a: 0.0)
+    return dict(
+        sampling_prob=rs[0]["sampling_prob"], steps=rs[0]["steps"], eps=rs[0]["eps"],
+        noise_multiplier=rs[0]["noise_multiplier"], reps=len(rs), trials=rs[0]["trials"],
+        eps_point_mean=float(pts.mean()), eps_point_sd=sd(pts),
+        eps_point_boundary_mean=float(np.mean([r["eps_point_boundary"] for r in rs])),
+        eps_held_out_mean=float(held.mean()), eps_held_out_sd=sd(held),
+        eps_lower_mean=float(low.mean()), eps_lower_min=float(low.min()),
+        eps_composition_violated_mean=float(
+            np.mean([r.get("eps_composition_violated", np.nan) for r in rs])),
+        heuristic=rs[0]["heuristic"],
+        wall_s_per_rep=float(np.mean([r["simulate_s"] + r["audit_s"] for r in rs])),
+    )
+
+
+def compute_figure2(fig, rows):
+    """Figure 2: per (q, T) of `params.settings` (with its `reps`) and eps of
+    `params.epsilons` (sigma calibrated by PLD), repetitions with their own seeds, run
+    repetition-major (every cell's first repetition before any second, so a stopped run
+    covers the whole figure); each repetition is a file in OUT/cells/. Tables
+    its_our_loss_figure2 (mean and spread per (q, T, eps)) and its_our_loss_figure2_reps."""
+    p = fig.params
+    settings = [(s["q"], s["steps"], s["reps"]) for s in p["settings"]]
+    sigmas = {(q, t, e): calibrate_noise_multiplier(e, p["delta"], t, q)
+              for q, t, _ in settings for e in p["epsilons"]}
+    jobs = [(q, t, e, rep) for rep in range(max(s[2] for s in settings))
+            for q, t, reps in settings if rep < reps for e in p["epsilons"]]
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        reps = [_cell(q, t, e, rep, sigmas[(q, t, e)], fig) for q, t, e, rep in jobs]
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    groups: dict = {}
+    for r in reps:
+        groups.setdefault((r["sampling_prob"], r["steps"], r["eps"]), []).append(r)
+    table = [_summary(rs) for _, rs in sorted(groups.items())]
+    return {"its_our_loss_figure2": table, "its_our_loss_figure2_reps": reps}
+
+
+def plot_figure2(fig, rows, tables):
+    """eps_emp against eps, one panel per (q, T) (`advsim.plotting.plot_eps_emp_vs_eps`)."""
+    table = tables["its_our_loss_figure2"]
+    panels = [
+        dict(title=f"$q = {s['q']:g}$, $T = {s['steps']}$ ({s['reps']} reps of "
+             f"{fig.params['trials']:,} runs/world)",
+             rows=[r for r in table if (r["sampling_prob"], r["steps"]) == (s["q"], s["steps"])])
+        for s in fig.params["settings"]
+    ]
+    return plot_eps_emp_vs_eps(panels, fig.out / "its_our_loss_figure2")

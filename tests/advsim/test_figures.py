@@ -17,7 +17,8 @@ from advsim.sweep import parse_config
 def test_every_figure_loads(quick):
     figures = list_figures()
     assert {"figure1", "figure4", "figure5", "figure6", "figure14", "history_vs_v",
-            "threshold_search", "its_our_loss_figure1", "counterexamples"} <= set(figures)
+            "threshold_search", "its_our_loss_figure1", "its_our_loss_figure2",
+            "counterexamples"} <= set(figures)
     for name in figures:
         fig = load_figure(name, quick=quick)
         assert fig.plot is None or callable(_function(fig.plot))
@@ -127,3 +128,21 @@ def test_counterexamples_quick(tmp_path):
     for r in rows:
         assert float(r["eps_lower"]) <= float(r["exact"]) + 1e-9
         assert float(r["exact"]) <= float(r["composition"]) + 1e-3
+
+
+@pytest.mark.slow
+def test_its_our_loss_figure2_quick_resumes(tmp_path):
+    """Annamalai's Figure 2: Algorithm 2's estimate is at least the held-out one, the
+    rigorous bound at most composition's eps; --resume reads the repetitions back (NaN
+    included) and rebuilds the same table."""
+    out = tmp_path / "its2"
+    run_figure("its_our_loss_figure2", quick=True, out=out, progress=False)
+    table = (out / "its_our_loss_figure2.csv").read_text()
+    with (out / "its_our_loss_figure2.csv").open() as f:
+        rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+    assert [r["eps"] for r in rows] == [1.0, 2.0, 4.0, 10.0]
+    for r in rows:
+        assert r["eps_lower_min"] <= r["eps"] + 1e-9
+        assert r["eps_point_mean"] >= r["eps_held_out_mean"] - 1e-9
+    run_figure("its_our_loss_figure2", quick=True, out=out, resume=True, progress=False)
+    assert (out / "its_our_loss_figure2.csv").read_text() == table
