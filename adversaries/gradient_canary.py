@@ -35,7 +35,7 @@ from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
 from advsim._dpsgd import run_mechanism
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractDirectedCanary, AbstractMechanism
 from advsim._validation import check_int
 
 __all__ = ["BiasedCoordinate", "RandomDirection", "SimulatedBiasedDimension"]
@@ -47,10 +47,10 @@ def _displacement(mechanism: AbstractMechanism, release) -> Float[Array, " d"]:
 
 
 def _check_craftable(mechanism: AbstractMechanism, who: str) -> int:
-    if not hasattr(mechanism, "with_direction"):
+    if not isinstance(mechanism, AbstractDirectedCanary):
         raise TypeError(
-            f"{who} crafts the canary gradient of a GradientCanary mechanism, got "
-            f"{type(mechanism).__name__}"
+            f"{who} crafts the canary gradient of a GradientCanary mechanism (an "
+            f"advsim.AbstractDirectedCanary), got {type(mechanism).__name__}"
         )
     return int(mechanism.dim)
 
@@ -237,7 +237,7 @@ class SimulatedBiasedDimension(AbstractAdversary):
         return int(np.argmin(self.statistic(mechanism)))
 
     def craft(self, mechanism: AbstractMechanism) -> AbstractMechanism:
-        return mechanism.with_direction(self.select(mechanism))
+        return mechanism.with_direction(self.select(mechanism))  # select checks the kind
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
         # The crafted direction is e_{j*}, so this is theta_T[j*] - theta_0[j*].

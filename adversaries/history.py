@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractCoordinateLaws, AbstractMechanism
 
 __all__ = ["CoordinateLikelihoodRatio", "bernoulli_gaussian_llr"]
 
@@ -41,9 +41,9 @@ def bernoulli_gaussian_llr(y, prob, scale):
 class CoordinateLikelihoodRatio(AbstractAdversary):
     """The exact log-likelihood ratio of independent noisy canary bits, one per coordinate.
 
-    Needs a mechanism with `coordinate_laws() -> (unit, scale, prob)`, arrays over the
-    model's coordinates (see the module docstring); coordinates beyond their length (e.g.
-    a step counter) are ignored. Optimal for `HistoryRegularizer` at every v.
+    Needs an `advsim.AbstractCoordinateLaws`: `coordinate_laws() -> (unit, scale, prob)`,
+    arrays over the model's coordinates (see the module docstring); coordinates beyond
+    their length (e.g. a step counter) are ignored. Optimal for `HistoryRegularizer` at every v.
 
     Example:
         >>> from advsim.mechanisms import HistoryRegularizer
@@ -53,10 +53,11 @@ class CoordinateLikelihoodRatio(AbstractAdversary):
     """
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
-        if not hasattr(mechanism, "coordinate_laws"):
+        if not isinstance(mechanism, AbstractCoordinateLaws):
             raise TypeError(
                 f"{type(mechanism).__name__} has no coordinate_laws(); "
-                "CoordinateLikelihoodRatio needs the law of every coordinate"
+                "CoordinateLikelihoodRatio needs the law of every coordinate (an "
+                "advsim.AbstractCoordinateLaws)"
             )
         unit, scale, prob = mechanism.coordinate_laws()
         model = (release if release.ndim == 1 else release[-1]) - mechanism.init_model()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractMechanism, AbstractSumEncoding
 
 __all__ = ["LikelihoodSumDecoder"]
 
@@ -35,10 +35,10 @@ class LikelihoodSumDecoder(AbstractAdversary):
     """
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
-        if not hasattr(mechanism, "decoded_sum"):
+        if not isinstance(mechanism, AbstractSumEncoding):
             raise TypeError(
-                "LikelihoodSumDecoder needs a LikelihoodEncodingLoss mechanism, got "
-                f"{type(mechanism).__name__}"
+                "LikelihoodSumDecoder needs a LikelihoodEncodingLoss mechanism (an "
+                f"advsim.AbstractSumEncoding), got {type(mechanism).__name__}"
             )
         model = release if release.ndim == 1 else release[-1]
         return mechanism.decoded_sum(model)

@@ -9,7 +9,7 @@ from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
 from advsim._dpsgd import clip_gradients
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractMechanism, AbstractProjectionLaw
 
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
 
@@ -59,18 +59,19 @@ class ProjectionScore(AbstractAdversary):
 class LikelihoodRatioScore(AbstractAdversary):
     """The exact log-likelihood ratio log p_in(y) / p_out(y) of the projected last model.
 
-    Needs a mechanism with a known law of the projection y (in units of eta * C):
-    `mechanism.projection_law()` returning `(support, log_probs, scale)` of
-    y ~ N(X, s^2) with X on `support` (in) and y ~ N(0, s^2) (out). Then
+    Needs an `advsim.AbstractProjectionLaw`, a mechanism with a known law of the
+    projection y (in units of eta * C): `mechanism.projection_law()` returning
+    `(support, log_probs, scale)` of y ~ N(X, s^2) with X on `support` (in) and
+    y ~ N(0, s^2) (out). Then
     log p_in/p_out(y) = logsumexp_k(log p_k + (2 x_k y - x_k^2) / (2 s^2)) (Appendix A.1
     of arXiv:2410.06186): the Neyman-Pearson optimal score.
     """
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
-        if not hasattr(mechanism, "projection_law"):
+        if not isinstance(mechanism, AbstractProjectionLaw):
             raise TypeError(
                 f"{type(mechanism).__name__} has no projection_law(); LikelihoodRatioScore "
-                "needs both worlds' output laws"
+                "needs both worlds' output laws (an advsim.AbstractProjectionLaw)"
             )
         support, log_probs, scale = mechanism.projection_law()
         unit = jnp.asarray(mechanism.learning_rate, jnp.float32) * jnp.asarray(

@@ -23,6 +23,7 @@ from jaxtyping import Array, Float
 from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism
 from advsim.adversaries.history import bernoulli_gaussian_llr
+from advsim.mechanisms.repeaters import MaliciousRepeaters
 
 __all__ = ["RepeaterDecoder"]
 
@@ -39,7 +40,8 @@ class RepeaterDecoder(AbstractAdversary):
     """
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
-        if not hasattr(mechanism, "decision_probs"):
+        # It decodes exactly this construction's encoding, so it asks for the class.
+        if not isinstance(mechanism, MaliciousRepeaters):
             raise TypeError(
                 f"RepeaterDecoder needs a MaliciousRepeaters mechanism, got "
                 f"{type(mechanism).__name__}"

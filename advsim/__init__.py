@@ -9,7 +9,15 @@ heuristic, composition and full-batch bounds (`advsim.bounds`, re-exported here)
 from advsim._accounting import Accounting
 from advsim._adversary import AbstractAdversary
 from advsim._dpsgd import clip_gradients, dpsgd_update, run_mechanism
-from advsim._mechanism import AbstractMechanism, CanarySchedule
+from advsim._mechanism import (
+    AbstractCoordinateLaws,
+    AbstractDirectedCanary,
+    AbstractMechanism,
+    AbstractProjectionLaw,
+    AbstractSumEncoding,
+    AbstractThresholdLandscape,
+    CanarySchedule,
+)
 from advsim._scores import NonFiniteScoresError, Scores
 from advsim._simulate import block_size, default_chunk_size, simulate
 
@@ -17,7 +25,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AbstractAdversary",
+    "AbstractCoordinateLaws",
+    "AbstractDirectedCanary",
     "AbstractMechanism",
+    "AbstractProjectionLaw",
+    "AbstractSumEncoding",
+    "AbstractThresholdLandscape",
     "Accounting",
     "CanarySchedule",
     "NonFiniteScoresError",

@@ -21,7 +21,16 @@ from jaxtyping import Array, Bool, Float, Int
 from advsim._accounting import Accounting
 from advsim._validation import check_int, check_positive, check_probability
 
-__all__ = ["AbstractMechanism", "CanarySchedule", "as_traced_float"]
+__all__ = [
+    "AbstractCoordinateLaws",
+    "AbstractDirectedCanary",
+    "AbstractMechanism",
+    "AbstractProjectionLaw",
+    "AbstractSumEncoding",
+    "AbstractThresholdLandscape",
+    "CanarySchedule",
+    "as_traced_float",
+]
 
 
 def as_traced_float(name: str, value, check) -> np.ndarray:
@@ -235,6 +244,80 @@ class AbstractMechanism(eqx.Module):
             noise_multiplier=float(self.noise_multiplier),
             canary_steps=canary_steps,
         )
+
+
+# --- Capabilities -------------------------------------------------------------------------------
+# What an adversary may need beyond `AbstractMechanism` is declared on an abstract base that
+# the mechanism subclasses, and the adversary checks it with `isinstance` (equinox's
+# abstract/final pattern), never with `hasattr`.
+
+
+class AbstractProjectionLaw(AbstractMechanism):
+    """A mechanism whose projected last model has a known law in both worlds.
+
+    `projection_law()` returns `(support, log_probs, scale)`: the last model's displacement
+    along the canary's descent direction, in units of $\\eta C$, is $N(X, s^2)$ with $X$ on
+    `support` (log-probabilities `log_probs`) in, and $N(0, s^2)$ out. Needed by
+    `advsim.adversaries.LikelihoodRatioScore`.
+    """
+
+    @abc.abstractmethod
+    def projection_law(self) -> tuple[Float[Array, " k"], Float[Array, " k"], Float[Array, ""]]:
+        """`(support, log_probs, scale)` of the projected last model (see the class)."""
+
+
+class AbstractCoordinateLaws(AbstractMechanism):
+    """A mechanism whose last model's coordinates are independent noisy canary bits.
+
+    `coordinate_laws()` returns `(unit, scale, prob)`, arrays over coordinates: coordinate
+    i divided by `unit[i]` is $b_i + N(0, s_i^2)$ with $b_i \\sim \\mathrm{Bernoulli}(p_i)$
+    in and $b_i = 0$ out. Needed by `advsim.adversaries.CoordinateLikelihoodRatio`.
+    """
+
+    @abc.abstractmethod
+    def coordinate_laws(self) -> tuple[Float[Array, " k"], Float[Array, " k"], Float[Array, " k"]]:
+        """`(unit, scale, prob)` of the coordinates (see the class)."""
+
+
+class AbstractSumEncoding(AbstractMechanism):
+    """A mechanism that writes a running test statistic into its model.
+
+    `decoded_sum(model)` reads it back from a released model (higher means "canary in").
+    Needed by `advsim.adversaries.LikelihoodSumDecoder`.
+    """
+
+    @abc.abstractmethod
+    def decoded_sum(self, model: Float[Array, " d"]) -> Float[Array, ""]:
+        """The statistic encoded in `model`."""
+
+
+class AbstractDirectedCanary(AbstractMechanism):
+    """A mechanism whose canary gradient is a crafted unit direction, scaled to the clip norm.
+
+    Fields: `dim` (static) and `canary_direction` (a unit vector of length `dim`);
+    `with_direction(direction)` returns the same run with the canary along `direction` (a
+    coordinate index or a vector). Needed by the gradient-crafting adversaries
+    (`advsim.adversaries.BiasedCoordinate`, ...).
+    """
+
+    dim: eqx.AbstractVar[int]
+    canary_direction: eqx.AbstractVar[np.ndarray]
+
+    @abc.abstractmethod
+    def with_direction(self, direction) -> AbstractDirectedCanary:
+        """The same mechanism with its canary along `direction`."""
+
+
+class AbstractThresholdLandscape(AbstractMechanism):
+    """A loss landscape that keeps the side of a threshold the canary chose at step 1.
+
+    Fields: `threshold` h (a traced 0-d array, which the adversary may replace) and
+    `batch_size`. Needed by `advsim.adversaries.ThresholdAdversary` and the threshold
+    search.
+    """
+
+    threshold: eqx.AbstractVar[np.ndarray]
+    batch_size: eqx.AbstractVar[np.ndarray]
 
 
 def validate_common(

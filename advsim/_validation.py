@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "check_delta",
+    "check_finite",
     "check_in_interval",
     "check_int",
     "check_nonnegative",
@@ -67,6 +68,16 @@ def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
     if not value > 0 or (math.isinf(value) and not allow_inf):
         rng = "(0, inf]" if allow_inf else "(0, inf)"
         raise ValueError(f"{name} must be in {rng}, got {value!r}")
+    return value
+
+
+def check_finite(name: str, value) -> float:
+    """A finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
     return value
 
 

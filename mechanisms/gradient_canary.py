@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, validate_common
+from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, validate_common
 from advsim._validation import check_int, check_positive
 from advsim.mechanisms.linear import LinearProcess
 
@@ -99,7 +99,7 @@ def logistic_dataset(
     return x.astype(np.float32), y.astype(np.float32)
 
 
-class GradientCanary(AbstractMechanism):
+class GradientCanary(AbstractDirectedCanary):
     r"""DP-SGD in $d$ dimensions with a crafted canary gradient $-C u$ (arXiv:2405.14457).
 
     The update is the engine's (Algorithm 1 of arXiv:2410.06186): other examples'

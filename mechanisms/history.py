@@ -32,7 +32,12 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, as_traced_float, validate_common
+from advsim._mechanism import (
+    AbstractCoordinateLaws,
+    CanarySchedule,
+    as_traced_float,
+    validate_common,
+)
 from advsim._validation import check_delta, check_int, check_positive, check_probability
 
 __all__ = [
@@ -132,7 +137,7 @@ def subsampled_gaussians_epsilon(delta, sampling_prob, noise_multipliers, vdi=1e
     return max(0.0, float(acc.get_epsilon(delta)))
 
 
-class HistoryRegularizer(AbstractMechanism):
+class HistoryRegularizer(AbstractCoordinateLaws):
     r"""Regularizer update $m \mapsto (0, v m_0, \ldots, v m_{d-2})$: m_T stores all steps.
 
     Section 4.3 of arXiv:2410.06186. The regularizer's gradient is

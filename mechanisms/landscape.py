@@ -35,27 +35,15 @@ size $1/B$ (the averaged update). Since the canary is used once, unsampled, the 
 is one Gaussian mechanism of sensitivity C and noise $\sigma C$: $\mu = 1/\sigma$ GDP at
 every T (the step sizes do not enter the accounting).
 
-Exact law at T = 2: $\theta_2 = \theta_1 + C s(\theta_1) + W$, $s = \pm 1$,
-$W \sim \mathcal{N}(0, \sigma^2 C^2 / B^2)$, whose density is a sum of two truncated
-Gaussian convolutions in closed form (`two_step_density`); `two_step_gdp_curve` gives
-the population value of the GDP audit on $\theta_2$ for any threshold h, the reference
-for the Algorithm-5 threshold search (`advsim.adversaries.ThresholdSearch`).
-`two_step_epsilon` gives the exact $\varepsilon(\delta)$ of $\theta_2$. The two disagree
-when B is small: at $\sigma = 1$, B = 1 the central tests have $\mu = 0.946$ (4.10 as
-GDP at $\delta = 10^{-5}$) but the tails, which set $\varepsilon(10^{-5})$, are those of a
-Gaussian shift with noise $\sqrt{2}\sigma C$ (exact 2.94): GDP auditing (the paper's,
-Remark 3) then reports more than the truth. And over h, the GDP value is largest at
-$h^* = C/2$ (flatly) while the exact $\varepsilon(\delta)$ is *smallest* there (a far
-threshold makes a rare, very informative tail event: 3.80 at h = -3).
-
-Exact law at any T: `landscape_masses` propagates both worlds' laws on a grid and
-`landscape_epsilon` / `landscape_epsilon_curve` give the exact $\varepsilon(\delta)$ of
-$\theta_T$. Far from h the model never changes side, so the tails that set
-$\varepsilon(10^{-5})$ are those of a constant gradient (Example 1 of the paper, step
-$1/B$): $\mu \approx 1 / (\sigma\sqrt{1 + (T - 1)/B^2})$, to 1e-3 for $B \ge 4$. The
-GDP audits of Figure 4 read the central tests (which keep the side chosen at step 1) as a
-Gaussian trade-off and can exceed this exact value by far (3.9 vs 1.09 at
-$\sigma = 1$, B = 1, T = 25); the assumption-free (eps, delta) audit stays below it.
+The exact laws of $\theta_T$ live in `advsim.bounds` (`advsim/bounds/_landscape.py`, whose
+docstring says what they show) and are re-exported here: `two_step_density`,
+`two_step_epsilon`, `two_step_gdp_curve` at T = 2 in closed form (the reference for the
+Algorithm-5 threshold search, `advsim.adversaries.ThresholdSearch`), and
+`landscape_masses`, `landscape_epsilon`, `landscape_epsilon_curve` at any T on a grid. In
+short: for small B the GDP audits (the paper's, Remark 3) read the central tests, which
+keep the side chosen at step 1, as a Gaussian trade-off and can exceed the exact
+$\varepsilon(\delta)$ by far (3.9 vs 1.09 at $\sigma = 1$, B = 1, T = 25); the
+assumption-free (eps, delta) audit stays below it.
 """
 
 from __future__ import annotations
@@ -65,11 +53,26 @@ from typing import Literal
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-import scipy.stats
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, as_traced_float, validate_common
-from advsim._validation import check_delta, check_int, check_positive
+from advsim._mechanism import (
+    AbstractThresholdLandscape,
+    CanarySchedule,
+    as_traced_float,
+    validate_common,
+)
+from advsim._validation import check_finite, check_int
+from advsim.bounds._landscape import (
+    ORIENTATIONS,
+    hockey_stick_epsilon,
+    landscape_epsilon,
+    landscape_epsilon_curve,
+    landscape_masses,
+    two_step_density,
+    two_step_epsilon,
+    two_step_gdp_curve,
+    two_step_tradeoff,
+)
 
 __all__ = [
     "ThresholdLandscape",
@@ -83,17 +86,8 @@ __all__ = [
     "two_step_tradeoff",
 ]
 
-_ORIENTATIONS = ("reinforce", "restore")
 
-
-def _check_finite(name, value):
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return value
-
-
-class ThresholdLandscape(AbstractMechanism):
+class ThresholdLandscape(AbstractThresholdLandscape):
     r"""DP-SGD on the threshold landscape of Eq. (3) of arXiv:2405.14457 (adversary $A_S^h$).
 
     See the module docstring. The model is 1-D; the release $m_T = \theta_T$; the score
@@ -161,9 +155,9 @@ class ThresholdLandscape(AbstractMechanism):
         self.batch_size = np.asarray(batch_size, np.int32)
         if threshold is None:
             threshold = float(self.clip_norm) / 2.0
-        self.threshold = as_traced_float("threshold", threshold, _check_finite)
-        if orientation not in _ORIENTATIONS:
-            raise ValueError(f"orientation must be one of {_ORIENTATIONS}, got {orientation!r}")
+        self.threshold = as_traced_float("threshold", threshold, check_finite)
+        if orientation not in ORIENTATIONS:
+            raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
         self.orientation = orientation
         self.canary_schedule = CanarySchedule.only(1, sampled=False)
 
@@ -196,331 +190,3 @@ class ThresholdLandscape(AbstractMechanism):
     def step_size(self, t: Int[Array, ""]):
         """1 at step 1 (theta_1 = b C + Z_1), 1/B afterwards (Eq. (3))."""
         return jnp.where(t == 1, 1.0, jnp.asarray(self.learning_rate))
-
-
-# ------------------------------------------------------------------ exact law at T = 2
-
-
-def _params(noise_multiplier, batch_size, threshold, clip_norm):
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    b = check_int("batch_size", batch_size, minimum=1)
-    c = check_positive("clip_norm", clip_norm)
-    h = c / 2.0 if threshold is None else _check_finite("threshold", threshold)
-    return sigma, b, h, c
-
-
-def two_step_density(
-    y,
-    canary_in: bool,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-) -> np.ndarray:
-    r"""The density of $\theta_2$ (the release at T = 2) in closed form.
-
-    With $\theta_1 \sim \mathcal{N}(\mu, s_1^2)$ ($\mu = bC$, $s_1 = \sigma C$) and
-    $\theta_2 = \theta_1 + k\,C s(\theta_1) + W$, $W \sim \mathcal{N}(0, s_2^2)$,
-    $s_2 = \sigma C / B$, $k = +1$ ("reinforce") or $-1$ ("restore"):
-
-    $$p(y) = \sum_{\pm} \varphi_{S}(y \mp kC - \mu)\,
-        \mathbb{P}\big(\pm(X_\pm - h) > 0\big),\quad
-        X_\pm \sim \mathcal{N}\Big(\tfrac{\mu s_2^2 + (y \mp kC) s_1^2}{S^2},
-        \tfrac{s_1^2 s_2^2}{S^2}\Big),$$
-
-    $S^2 = s_1^2 + s_2^2$: the product of the two Gaussian densities in $\theta_1$
-    factorises into a density in y and a Gaussian in $\theta_1$, truncated at h.
-
-    Args:
-        y: points (array-like).
-        canary_in: the world (b = 1 or 0).
-        noise_multiplier, batch_size, threshold, clip_norm, orientation: as
-            `ThresholdLandscape`.
-
-    Returns:
-        p(y), float64, the shape of y.
-    """
-    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
-    if orientation not in _ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {_ORIENTATIONS}, got {orientation!r}")
-    k = 1.0 if orientation == "reinforce" else -1.0
-    y = np.asarray(y, np.float64)
-    mu = c if canary_in else 0.0
-    s1, s2 = sigma * c, sigma * c / b
-    big = np.hypot(s1, s2)
-    small = s1 * s2 / big
-    out = np.zeros_like(y)
-    for side in (1.0, -1.0):  # side +1: theta_1 > h, moved by +kC; side -1: by -kC
-        shift = y - side * k * c
-        mean = (mu * s2**2 + shift * s1**2) / big**2
-        z = (mean - h) / small
-        prob = scipy.stats.norm.cdf(side * z)
-        out += scipy.stats.norm.pdf(shift, mu, big) * prob
-    return out
-
-
-def _grid(sigma, c, b, h, points):
-    s1 = sigma * c
-    half = 12.0 * s1 + 2.0 * c + abs(h)
-    return np.linspace(-half, c + half, points)
-
-
-def two_step_tradeoff(
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    points: int = 200_001,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""FPR and FNR of the tests "in iff $\theta_2 \ge \tau$" over a fine grid of $\tau$.
-
-    The CDFs are the cumulative trapezoid integrals of `two_step_density` on a uniform
-    grid of `points` points covering 12 standard deviations beyond both laws (mass
-    outside < 1e-30).
-
-    Returns:
-        `(tau, fpr, fnr)`: thresholds, $P_{out}(\theta_2 \ge \tau)$,
-        $P_{in}(\theta_2 < \tau)$.
-    """
-    from scipy.integrate import cumulative_trapezoid
-
-    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
-    y = _grid(sigma, c, b, h, check_int("points", points, minimum=1001))
-    kw = dict(threshold=h, clip_norm=c, orientation=orientation)
-    p_in = two_step_density(y, True, sigma, b, **kw)
-    p_out = two_step_density(y, False, sigma, b, **kw)
-    cdf_in = cumulative_trapezoid(p_in, y, initial=0.0)
-    cdf_out = cumulative_trapezoid(p_out, y, initial=0.0)
-    fpr = np.clip(1.0 - cdf_out / cdf_out[-1], 0.0, 1.0)
-    fnr = np.clip(cdf_in / cdf_in[-1], 0.0, 1.0)
-    return y, fpr, fnr
-
-
-def two_step_gdp_curve(
-    thresholds,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    delta: float = 1e-5,
-    clip_norm: float = 1.0,
-    min_rate: float = 1e-4,
-    points: int = 20_001,
-) -> dict[str, np.ndarray]:
-    r"""The GDP audit's population value on $\theta_2$, for each landscape threshold h.
-
-    For each h: $\mu(h) = \max_\tau \Phi^{-1}(1 - \mathrm{FPR}(\tau)) -
-    \Phi^{-1}(\mathrm{FNR}(\tau))$ over the thresholds $\tau$ with both rates
-    $\ge$ `min_rate` (an audit with $n$ runs per world cannot see rarer events; the
-    GDP audit of `advsim.audits` maximises the same quantity on empirical rates), and
-    $\varepsilon(h) = $ `gdp_epsilon(delta, mu)` (Corollary 2.13 of arXiv:1905.02383).
-    The reference for Algorithm 5 of arXiv:2405.14457 (Appendix F), which should find
-    its maximum near $h^* = C/2$.
-
-    Returns:
-        dict with "threshold", "mu", "eps" (arrays over `thresholds`).
-    """
-    from advsim.bounds import gdp_epsilon
-
-    delta = check_delta("delta", delta)
-    hs = np.atleast_1d(np.asarray(thresholds, np.float64))
-    mus = np.empty_like(hs)
-    for i, h in enumerate(hs):
-        _, fpr, fnr = two_step_tradeoff(
-            noise_multiplier, batch_size, threshold=h, clip_norm=clip_norm, points=points
-        )
-        ok = (fpr >= min_rate) & (fnr >= min_rate)
-        mu = scipy.stats.norm.isf(fpr[ok]) - scipy.stats.norm.ppf(fnr[ok])
-        mus[i] = max(0.0, float(np.max(mu))) if mu.size else 0.0
-    eps = np.array([0.0 if m <= 0 else gdp_epsilon(delta, m) for m in mus])
-    return {"threshold": hs, "mu": mus, "eps": eps}
-
-
-def two_step_epsilon(
-    delta: float,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    points: int = 200_001,
-) -> float:
-    r"""The exact $\varepsilon(\delta)$ of the release $\theta_2$ (T = 2), both directions.
-
-    $\delta(\varepsilon) = \max_{(P, Q)} \int (p - e^\varepsilon q)_+$ over
-    $(P, Q) = (\theta_2^{in}, \theta_2^{out})$ and the reverse, with the densities of
-    `two_step_density` integrated by the trapezoid rule on `points` points (12 standard
-    deviations beyond both laws), and $\varepsilon$ found by bisection (brentq). It is
-    at most the accounting's `gdp_epsilon(delta, 1 / sigma)` (post-processing of
-    $\theta_1$ with independent noise).
-
-    Returns:
-        eps >= 0.
-    """
-
-    delta = check_delta("delta", delta)
-    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
-    y = _grid(sigma, c, b, h, check_int("points", points, minimum=1001))
-    kw = dict(threshold=h, clip_norm=c, orientation=orientation)
-    # Trapezoid weights w >= 0 turn the densities into masses: the integral of
-    # (p - e^eps q)_+ by the trapezoid rule is sum (w p - e^eps w q)_+.
-    w = np.zeros_like(y)
-    w[:-1] += 0.5 * np.diff(y)
-    w[1:] += 0.5 * np.diff(y)
-    p = w * two_step_density(y, True, sigma, b, **kw)
-    q = w * two_step_density(y, False, sigma, b, **kw)
-    return hockey_stick_epsilon(delta, p, q)
-
-
-# ------------------------------------------------------------- exact law at any T (grid)
-
-
-def _grid_laws(
-    steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-):
-    """Cell centres and the (in, out) cell masses of theta_1, ..., theta_T (a generator)."""
-    from scipy.signal import fftconvolve
-
-    steps = check_int("steps", steps, minimum=1)
-    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
-    if orientation not in _ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {_ORIENTATIONS}, got {orientation!r}")
-    k = 1 if orientation == "reinforce" else -1
-    if cells_per_clip is None:
-        cells_per_clip = max(20, int(np.ceil(10.0 * b / sigma)))
-    n = check_int("cells_per_clip", cells_per_clip, minimum=2)
-    dx = c / n
-    spread = sigma * c * np.sqrt(1.0 + (steps - 1) / b**2)
-    half = (steps - 1) * c + 12.0 * spread + abs(h) + 3.0 * c
-    m = int(np.ceil(half / dx))
-    # h on a cell edge, so the side of every cell is exact (no half-cell at h).
-    centres = h + (np.arange(-m, m + 1) + 0.5) * dx
-    edges = np.append(centres - dx / 2, centres[-1] + dx / 2)
-    s1, s2 = sigma * c, sigma * c / b
-    kernel_half = int(np.ceil(12.0 * s2 / dx))
-    kedges = (np.arange(-kernel_half, kernel_half + 2) - 0.5) * dx
-    kernel = np.diff(scipy.stats.norm.cdf(kedges, scale=s2))
-    kernel /= kernel.sum()
-    above = centres > h
-    shift = k * n
-    size = len(centres)
-    lo, hi = max(shift, 0), size + min(shift, 0)  # destination of the cells above h
-
-    def step(mass):
-        moved = np.zeros_like(mass)
-        up, down = np.where(above, mass, 0.0), np.where(above, 0.0, mass)
-        moved[lo:hi] += up[lo - shift : hi - shift]  # +shift cells above h
-        moved[size - hi : size - lo] += down[size - hi + shift : size - lo + shift]  # -shift
-        return np.clip(fftconvolve(moved, kernel, mode="same"), 0.0, None)
-
-    p = np.diff(scipy.stats.norm.cdf(edges, loc=c, scale=s1))
-    q = np.diff(scipy.stats.norm.cdf(edges, loc=0.0, scale=s1))
-    yield centres
-    for t in range(1, steps + 1):
-        if t > 1:
-            p, q = step(p), step(q)
-        yield p, q
-
-
-def landscape_masses(
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""The laws of $\theta_T$ in both worlds, propagated on a grid (any T).
-
-    $\theta_T$ is a 1-D Markov chain: $\theta_{t+1} = \theta_t + kC s(\theta_t) + W_t$,
-    $W_t \sim \mathcal{N}(0, \sigma^2 C^2 / B^2)$. On a uniform grid of spacing
-    $\Delta = C / n$ ($n$ = `cells_per_clip`, default $\max(20, \lceil 10 B/\sigma
-    \rceil)$: at least 10 cells per standard deviation of W), each step moves the mass of
-    the cells above h by $+kn$ cells and the rest by $-kn$ (exact), then convolves with the
-    Gaussian's cell masses (differences of its CDF at the cell edges; FFT convolution).
-    The grid spans 12 standard deviations of the accumulated noise beyond the drift
-    $\pm(T - 1)C$, with h on a cell edge, so each cell's side is exact; the binning
-    and the discretised noise change eps by ~1e-4 relative (checked against
-    `gdp_epsilon` at T = 1 and `two_step_epsilon` at T = 2).
-
-    Returns:
-        `(centres, mass_in, mass_out)`: cell centres and each world's probabilities.
-    """
-    laws = _grid_laws(
-        steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-    )
-    centres = next(laws)
-    *_, (p, q) = laws
-    return centres, p, q
-
-
-def hockey_stick_epsilon(delta: float, p: np.ndarray, q: np.ndarray) -> float:
-    r"""$\varepsilon(\delta)$ of two discrete laws, both directions:
-    the least $\varepsilon \ge 0$ with $\max(\sum (p - e^\varepsilon q)_+,
-    \sum (q - e^\varepsilon p)_+) \le \delta$ (brentq)."""
-    from scipy.optimize import brentq
-
-    delta = check_delta("delta", delta)
-
-    def excess(eps):
-        w = np.exp(eps)
-        return max(np.sum(np.maximum(p - w * q, 0.0)), np.sum(np.maximum(q - w * p, 0.0))) - delta
-
-    if excess(0.0) <= 0:
-        return 0.0
-    hi = 1.0
-    while excess(hi) > 0:
-        hi *= 2.0
-    return float(brentq(excess, 0.0, hi, xtol=1e-10))
-
-
-def landscape_epsilon(
-    delta: float,
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> float:
-    r"""The exact $\varepsilon(\delta)$ of the release $\theta_T$ (grid laws of
-    `landscape_masses`, hockey-stick divergence both ways). The privacy of the last
-    model that any audit of this landscape can at most certify: at T = 1 it is the
-    accounting's `gdp_epsilon(delta, 1 / sigma)`, at T = 2 `two_step_epsilon`."""
-    _, p, q = landscape_masses(
-        steps,
-        noise_multiplier,
-        batch_size,
-        threshold=threshold,
-        clip_norm=clip_norm,
-        orientation=orientation,
-        cells_per_clip=cells_per_clip,
-    )
-    return hockey_stick_epsilon(delta, p, q)
-
-
-def landscape_epsilon_curve(
-    delta: float,
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> np.ndarray:
-    """`landscape_epsilon` at every T = 1..`steps`, from one propagation (array of T)."""
-    laws = _grid_laws(
-        steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-    )
-    next(laws)
-    return np.array([hockey_stick_epsilon(delta, p, q) for p, q in laws])

@@ -64,7 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, validate_common
+from advsim._mechanism import AbstractSumEncoding, CanarySchedule, validate_common
 from advsim._validation import check_int
 
 __all__ = ["LikelihoodEncodingLoss", "encoding_scale", "step_log_likelihood_ratio"]
@@ -119,7 +119,7 @@ def step_log_likelihood_ratio(v, sampling_prob, noise_multiplier):
     return jnp.logaddexp(jnp.log(q) + (2.0 * v - 1.0) / (2.0 * sigma**2), jnp.log1p(-q))
 
 
-class LikelihoodEncodingLoss(AbstractMechanism):
+class LikelihoodEncodingLoss(AbstractSumEncoding):
     r"""DP-SGD with the likelihood-encoding loss of Annamalai (2024), Algorithm 1.
 
     See the module docstring. One group of `dataset_size` zeros (Poisson-sampled with

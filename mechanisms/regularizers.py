@@ -36,7 +36,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, as_traced_float, validate_common
+from advsim._mechanism import (
+    AbstractMechanism,
+    AbstractProjectionLaw,
+    CanarySchedule,
+    as_traced_float,
+    validate_common,
+)
 from advsim._validation import check_delta, check_nonnegative
 from advsim.bounds import heuristic_epsilon, heuristic_epsilon_curve
 from advsim.mechanisms._quadratic_bound import quadratic_exact_epsilon, quadratic_law
@@ -65,7 +71,7 @@ def _descent_unit(model: Float[Array, " d"], clip_norm) -> Float[Array, " d"]:
     return -jnp.asarray(clip_norm, model.dtype) * jnp.ones_like(model)
 
 
-class ZeroingRegularizer(AbstractMechanism):
+class ZeroingRegularizer(AbstractProjectionLaw):
     r"""Linear loss plus $r(m) = m^2 / (2\eta)$: every step erases the model.
 
     Section 4.1 of arXiv:2410.06186: $\eta \nabla r(m) = m$, so
@@ -164,7 +170,7 @@ class ZeroingRegularizer(AbstractMechanism):
         return heuristic_epsilon(delta, 1, acc.sampling_prob, acc.noise_multiplier)
 
 
-class QuadraticRegularizer(AbstractMechanism):
+class QuadraticRegularizer(AbstractProjectionLaw):
     r"""Linear loss plus $r(m) = \alpha m^2 / 2$ in one dimension (Section 4.2).
 
     The update is $m_t = (1 - \eta\alpha) m_{t-1} + \eta (C b_t - \sigma C \xi_t)$, so the

@@ -48,7 +48,12 @@ from jax.scipy.special import ndtr
 from jaxtyping import Array, Float, Int
 from scipy.stats import norm
 
-from advsim._mechanism import AbstractMechanism, CanarySchedule, as_traced_float, validate_common
+from advsim._mechanism import (
+    AbstractCoordinateLaws,
+    CanarySchedule,
+    as_traced_float,
+    validate_common,
+)
 from advsim._validation import check_delta, check_int, check_positive, check_probability
 from advsim.mechanisms.history import subsampled_gaussians_epsilon
 
@@ -74,7 +79,7 @@ def _update_norm_bound(steps: int, sigma: float, v: float, encoding: str) -> flo
     return math.sqrt(last**2 + counter**2 + rest**2)
 
 
-class MaliciousRepeaters(AbstractMechanism):
+class MaliciousRepeaters(AbstractCoordinateLaws):
     r"""DP-SGD on a malicious dataset that writes every step into the last model.
 
     See the module docstring (Appendix C of arXiv:2410.06186). The model is

@@ -15,7 +15,13 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `composition_tradeoff_curve`, `linear_loss_tradeoff`, `gdp_tradeoff`: trade-off curves
   (type-II error against type-I error) of composition (PLD), the linear-loss last
   iterate and GDP, for the trade-off audit of Annamalai (2024, "It's Our Loss").
+- `landscape_*`, `two_step_*`, `hockey_stick_epsilon`: the exact law of the threshold
+  landscape's last model (Section 6 of arXiv:2405.14457; `advsim.mechanisms.ThresholdLandscape`).
 - `bounds_for`: the three reference epsilons of an `advsim.Accounting`.
+
+The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
+sampling_prob, noise_multiplier, canary_steps=n)`, or the record of the run,
+`heuristic_epsilon(delta, mechanism.accounting())`.
 """
 
 from advsim.bounds._composition import (
@@ -31,6 +37,16 @@ from advsim.bounds._heuristic import (
     heuristic_epsilon,
     heuristic_epsilon_curve,
     heuristic_epsilon_max_over_steps,
+)
+from advsim.bounds._landscape import (
+    hockey_stick_epsilon,
+    landscape_epsilon,
+    landscape_epsilon_curve,
+    landscape_masses,
+    two_step_density,
+    two_step_epsilon,
+    two_step_gdp_curve,
+    two_step_tradeoff,
 )
 from advsim.bounds._mixture import (
     merge_atoms,
@@ -69,10 +85,18 @@ __all__ = [
     "heuristic_epsilon",
     "heuristic_epsilon_curve",
     "heuristic_epsilon_max_over_steps",
+    "hockey_stick_epsilon",
+    "landscape_epsilon",
+    "landscape_epsilon_curve",
+    "landscape_masses",
     "linear_loss_tradeoff",
     "merge_atoms",
     "mixture_delta",
     "mixture_epsilon",
     "mixture_log_likelihood_ratio",
     "mixture_tradeoff",
+    "two_step_density",
+    "two_step_epsilon",
+    "two_step_gdp_curve",
+    "two_step_tradeoff",
 ]

@@ -204,3 +204,35 @@ def test_llr_simulates_with_zero_data():
     for world in ("canary_in", "canary_out"):
         a, b = getattr(llr, world), getattr(proj, world)
         assert scipy.stats.spearmanr(a, b).statistic > 0.999
+
+
+@pytest.mark.parametrize(
+    "mechanism, capability",
+    [
+        ("LinearProcess", "AbstractProjectionLaw"),
+        ("ZeroingRegularizer", "AbstractProjectionLaw"),
+        ("QuadraticRegularizer", "AbstractProjectionLaw"),
+        ("HistoryRegularizer", "AbstractCoordinateLaws"),
+        ("MaliciousRepeaters", "AbstractCoordinateLaws"),
+        ("LikelihoodEncodingLoss", "AbstractSumEncoding"),
+        ("GradientCanary", "AbstractDirectedCanary"),
+        ("ThresholdLandscape", "AbstractThresholdLandscape"),
+    ],
+)
+def test_capabilities_are_declared_on_abstract_bases(mechanism, capability):
+    # Adversaries check capabilities with isinstance (STYLE.md, "Extension points"): each
+    # built-in mechanism subclasses the base its adversaries ask for.
+    import advsim.mechanisms
+
+    cls = getattr(advsim.mechanisms, mechanism)
+    base = getattr(advsim, capability)
+    assert issubclass(cls, base) and issubclass(base, AbstractMechanism)
+
+
+def test_a_duck_typed_projection_law_is_not_a_capability():
+    class _Duck(eqx.Module):
+        def projection_law(self):  # the method without the declared base
+            raise AssertionError("never called")
+
+    with pytest.raises(TypeError, match="has no projection_law"):
+        LikelihoodRatioScore().score(_Duck(), jnp.zeros(2))
