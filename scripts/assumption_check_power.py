@@ -6,7 +6,7 @@ splits each world in halves exactly as the audits' default split does
 held-out half (what the audits see), and also on all runs.
 
 - Power: the threshold landscape (`advsim.mechanisms.ThresholdLandscape`, adversary
-  `advsim.adversaries.ThresholdAdversary`, as in scripts/figure4_landscape.py) at
+  `advsim.adversaries.ThresholdAdversary`, as in `advsim figure figure4`) at
   sigma = 1, T = 25, B in {1, 4, 16}, 40 repeats: the GDP check, and the family check
   with the landscape's accounting (one unsampled canary step, so the family is
   G_{1/(sqrt(T) sigma)}: the same null, solved by bisection instead of in closed form).

@@ -2,7 +2,8 @@
 
 - The engine (`advsim/_*.py`, `advsim/bounds/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
-- The drivers (`advsim/cli.py`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/testing/`)
+- The drivers (`advsim/cli.py`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/testing/`,
+  `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
   on is read off its first lines.
 - Every driver imports on its own, in a fresh interpreter (no import cycle).
@@ -17,7 +18,9 @@ import pytest
 
 ADVSIM = Path(__file__).resolve().parents[2] / "advsim"
 PLUGINS = ("advsim.mechanisms", "advsim.adversaries", "advsim.audits")
-DRIVER_MODULES = ("advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.testing")
+DRIVER_MODULES = (
+    "advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.testing", "advsim.figures"
+)
 
 
 def _engine_files() -> list[Path]:
@@ -30,6 +33,7 @@ def _driver_files() -> list[Path]:
         ADVSIM / "experiment.py",
         *sorted((ADVSIM / "sweep").rglob("*.py")),
         *sorted((ADVSIM / "testing").rglob("*.py")),
+        *sorted((ADVSIM / "figures").rglob("*.py")),
     ]
 
 
