@@ -164,7 +164,8 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
         seed: seed for the split.
         min_count: least number of false positives and of false negatives at the
             threshold for the point estimate.
-        assumption_level: level of the held-out test of the family assumption.
+        assumption_level: level of the held-out test of the family assumption (default
+            0.05: a true assumption is rejected with probability at most 5%).
 
     Example:
         >>> import numpy as np

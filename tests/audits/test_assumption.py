@@ -270,3 +270,29 @@ def test_false_alarm_rate_within_the_binomial_rule():
         missed += r.rejected or not (r.param_interval[0] <= 1.0 <= r.param_interval[1])
     allowed = int(scipy.stats.binom.ppf(0.999, repeats, level))
     assert rejected <= allowed and missed <= allowed, (rejected, missed, allowed)
+
+
+def test_describe_names_the_curve_value_or_the_edge_of_the_family():
+    # The message a warning carries: a finite curve value where the fit is inside the
+    # family; at its edge (sigma -> 0, no finite curve) the words "edge of the family",
+    # never "nan". Perfectly separated scores at T = 10, q = 0.5: every member of the
+    # family has FNR >= (1 - q)^T = 2^-10 (the canary never sampled), so they sit at the edge.
+    from advsim import Accounting
+    from advsim.audits import check_gaussian_tradeoff, check_heuristic_family
+
+    rng = np.random.default_rng(0)
+    inside = check_gaussian_tradeoff(rng.normal(1, 1, 20_000), rng.normal(0, 1, 20_000))
+    text = inside.describe()
+    assert "not rejected" in text and "nan" not in text
+    acc = Accounting(10, 0.5, 1.0, tuple(range(1, 11)))
+    edge = check_heuristic_family(np.full(50_000, 100.0), np.zeros(50_000), acc)
+    assert edge.rejected
+    assert "edge of the family" in edge.describe() and "nan" not in edge.describe()
+    w = edge.worst
+    assert w["curve_fnr"] is None or not np.isfinite(w["curve_fnr"])
+    # A rejection inside the family prints the fitted curve's FNR as a number: a two-point
+    # mixture, half the in-runs shifted by 3, is far from every G_mu at 5 x 10^4 runs.
+    shifted = np.where(rng.random(50_000) < 0.5, 3.0, 0.0) + rng.normal(0, 1, 50_000)
+    far = check_gaussian_tradeoff(shifted, rng.normal(0, 1, 50_000))
+    assert far.rejected and np.isfinite(far.worst["curve_fnr"])
+    assert f"gives FNR {far.worst['curve_fnr']:.3g}" in far.describe()

@@ -388,3 +388,13 @@ def test_eps_equivalent_is_the_named_bound_at_the_boundary():
     # The heuristic's and composition's numbers differ here, so swapped branches fail.
     # (max over t <= 10 of the heuristic is its T = 10 value here: it grows with t.)
     assert abs(h.eps_equivalent - c.eps_equivalent) > 0.1
+
+
+def test_default_seed_is_zero():
+    # The split is seeded: the default is seed 0 (the signature's), so a call without a
+    # seed reproduces one with seed=0 and differs from seed=1 on these runs.
+    s = _gauss_scores(1.0, 20_000, seed=7)
+    default = certify_violation(s, "gdp")
+    assert default.seed == 0
+    assert default.to_dict() == certify_violation(s, "gdp", seed=0).to_dict()
+    assert default.to_dict() != certify_violation(s, "gdp", seed=1).to_dict()

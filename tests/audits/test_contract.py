@@ -245,3 +245,10 @@ def test_results_and_guarantees_are_immutable_and_plain(scores):
     assert plain == {"a": 1.5, "b": [2, True], "c": [1.0, 1.0]}
     assert type(plain["a"]) is float and type(plain["b"][0]) is int
     assert type(plain["b"][1]) is bool
+
+
+def test_assumption_checks_run_at_the_documented_level(scores):
+    # The docstrings of GaussianDPAudit and HeuristicFamilyAudit promise level 0.05 by default.
+    for method in ("gdp", "family"):
+        assert AUDITS[method]().assumption_level == 0.05
+        assert run(method, scores).assumption_check.level == 0.05
