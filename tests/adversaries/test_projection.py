@@ -195,6 +195,7 @@ def test_llr_refuses_non_zero_data_inside_simulate():
         advsim.simulate(mech, LikelihoodRatioScore(), 16, 0, chunk_size=1)
 
 
+@pytest.mark.slow  # measured 10-17 s: keeps plain `pytest` under 5 minutes
 def test_llr_simulates_with_zero_data():
     # With zero data gradients the law of Theorem 1 holds exactly, so the LLR applies and
     # orders runs as the projection does (same key, same runs).

@@ -214,6 +214,7 @@ def test_bounds_sweep_matches_paper_and_bounds_for(tmp_path):
     )
 
 
+@pytest.mark.slow  # measured 10-17 s: keeps plain `pytest` under 5 minutes
 def test_sigkill_midway_then_resume_gives_the_uninterrupted_table(tmp_path):
     """The acceptance test: `advsim sweep` of a 4 x 5 grid killed with SIGKILL after a few
     cells, resumed with --resume, equals an uninterrupted run (every column but the wall

@@ -345,6 +345,7 @@ def test_heuristic_agrees_with_dp_accounting_mixture_pld(p):
     assert exact * (1 - RTOL) - 1e-12 <= got <= exact + 1.5 * PLD_VDI, (p, got, exact)
 
 
+@pytest.mark.slow  # measured 10-17 s: keeps plain `pytest` under 5 minutes
 @settings(SETTINGS, max_examples=25)
 @given(mixtures(support=(0.05, 2.0), scale=(0.4, 3.0)), deltas(min_value=1e-10))
 def test_mixture_agrees_with_dp_accounting_mixture_pld(m, delta):
