@@ -17,6 +17,7 @@ from advsim._mechanism import (
     AbstractSumEncoding,
     AbstractThresholdLandscape,
     CanarySchedule,
+    DPSGDParams,
 )
 from advsim._scores import NonFiniteScoresError, Scores
 from advsim._simulate import block_size, default_chunk_size, simulate
@@ -33,6 +34,7 @@ __all__ = [
     "AbstractThresholdLandscape",
     "Accounting",
     "CanarySchedule",
+    "DPSGDParams",
     "NonFiniteScoresError",
     "Scores",
     "block_size",

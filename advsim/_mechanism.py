@@ -29,6 +29,7 @@ __all__ = [
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
     "CanarySchedule",
+    "DPSGDParams",
     "as_traced_float",
 ]
 
@@ -137,13 +138,90 @@ class CanarySchedule(eqx.Module):
         return ok
 
 
+class DPSGDParams(eqx.Module):
+    """The hyperparameters every DP-SGD mechanism shares, checked once.
+
+    Every mechanism holds one as `params` (and reads it through the properties of
+    `AbstractMechanism`: `mech.steps`, `mech.noise_multiplier`, ...), so the checks and the
+    normalisation live here alone. The scalars are stored as 0-d float64 numpy arrays: they
+    are traced by `eqx.filter_jit` (a sweep over sigma or q reuses one compiled function,
+    e.g. through `eqx.tree_at(lambda m: m.params.noise_multiplier, mech, sigma)`), and
+    float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
+
+    Args:
+        steps: T >= 1 (static: it sets the scan length).
+        sampling_prob: q in (0, 1].
+        noise_multiplier: sigma > 0.
+        clip_norm: C > 0.
+        learning_rate: eta > 0.
+        canary_schedule: a `CanarySchedule` (default: every step, Poisson-sampled), or its
+            string form (`CanarySchedule.parse`).
+        batching: "poisson" (default) or "fixed".
+
+    Raises:
+        ValueError: a value outside its range (the message names it and the range).
+        TypeError: a canary_schedule that is neither a `CanarySchedule` nor a string.
+
+    Example:
+        >>> params = DPSGDParams(steps=100, sampling_prob=0.01, noise_multiplier=1.0)
+        >>> params.steps, float(params.sampling_prob), params.canary_schedule.steps(3)
+        (100, 0.01, (1, 2, 3))
+    """
+
+    steps: int = eqx.field(static=True)
+    sampling_prob: np.ndarray
+    noise_multiplier: np.ndarray
+    clip_norm: np.ndarray
+    learning_rate: np.ndarray
+    canary_schedule: CanarySchedule
+    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        steps: int,
+        sampling_prob: float,
+        noise_multiplier: float,
+        *,
+        clip_norm: float = 1.0,
+        learning_rate: float = 1.0,
+        canary_schedule: CanarySchedule | str | None = None,
+        batching: Literal["poisson", "fixed"] = "poisson",
+    ):
+        self.steps = check_int("steps", steps, minimum=1)
+        self.sampling_prob = as_traced_float("sampling_prob", sampling_prob, check_probability)
+        self.noise_multiplier = as_traced_float(
+            "noise_multiplier", noise_multiplier, check_positive
+        )
+        self.clip_norm = as_traced_float("clip_norm", clip_norm, check_positive)
+        self.learning_rate = as_traced_float("learning_rate", learning_rate, check_positive)
+        if canary_schedule is None:
+            canary_schedule = CanarySchedule()
+        elif isinstance(canary_schedule, str):
+            canary_schedule = CanarySchedule.parse(canary_schedule)
+        elif not isinstance(canary_schedule, CanarySchedule):
+            raise TypeError(
+                "canary_schedule must be a CanarySchedule or its string form, got "
+                f"{type(canary_schedule).__name__}"
+            )
+        self.canary_schedule = canary_schedule
+        if batching not in ("poisson", "fixed"):
+            raise ValueError(f"batching must be 'poisson' or 'fixed', got {batching!r}")
+        self.batching = batching
+
+    @property
+    def canary_sampled(self) -> bool:
+        """Whether the canary is Poisson-sampled at its steps (else always present there)."""
+        return self.canary_schedule.sampled and self.batching == "poisson"
+
+
 class AbstractMechanism(eqx.Module):
     """One DP-SGD run, described by its gradients; the engine does the privacy part.
 
-    Concrete mechanisms are final `eqx.Module`s that set the hyperparameter fields below and
-    implement `init_model` and `canary_gradient`; they may override `data_gradients` /
-    `data_counts` (the other examples, as groups of identical examples with counts) and
-    `regularizer_gradient` (applied unclipped). The update of step t (1-indexed) is
+    Concrete mechanisms are final `eqx.Module`s that hold their hyperparameters in one
+    `DPSGDParams` field, `params`, and implement `init_model` and `canary_gradient`; they may
+    override `data_gradients` / `data_counts` (the other examples, as groups of identical
+    examples with counts) and `regularizer_gradient` (applied unclipped). The update of step
+    t (1-indexed) is
 
     $$m_t = m_{t-1} - \\eta \\Big( \\sum_{g} n_{g,t}\\, \\mathrm{clip}_C(\\nabla_g)
         + b_t\\, \\mathrm{clip}_C(\\nabla_{canary}) + \\nabla r(m_{t-1}) + \\xi_t \\Big),
@@ -155,47 +233,72 @@ class AbstractMechanism(eqx.Module):
     unclipped regularizer). Use `learning_rate = 1/B` for the averaged update of a fixed
     batch of size B.
 
-    Fields every concrete mechanism declares:
-        steps: T (static: it sets the scan length).
-        sampling_prob: q, stored as a 0-d float64 array (traced).
-        noise_multiplier: sigma (traced).
-        clip_norm: C (traced).
-        learning_rate: eta (traced).
-        canary_schedule: a `CanarySchedule`.
-        batching: "poisson" or "fixed" (static).
+    The one field every concrete mechanism declares:
+        params: a `DPSGDParams` (steps, sampling_prob, noise_multiplier, clip_norm,
+            learning_rate, canary_schedule, batching), read through the properties below.
+
+    Example (a complete mechanism):
+        >>> import equinox as eqx, jax.numpy as jnp
+        >>> class Offset(AbstractMechanism):
+        ...     params: DPSGDParams
+        ...     def __init__(self, steps, sampling_prob, noise_multiplier):
+        ...         self.params = DPSGDParams(steps, sampling_prob, noise_multiplier)
+        ...     def init_model(self):
+        ...         return jnp.zeros((1,))
+        ...     def canary_gradient(self, model, t):
+        ...         return -jnp.ones_like(model)
+        >>> Offset(10, 0.1, 1.0).accounting().num_canary_steps
+        10
     """
 
-    steps: eqx.AbstractVar[int]
-    sampling_prob: eqx.AbstractVar[np.ndarray]
-    noise_multiplier: eqx.AbstractVar[np.ndarray]
-    clip_norm: eqx.AbstractVar[np.ndarray]
-    learning_rate: eqx.AbstractVar[np.ndarray]
-    canary_schedule: eqx.AbstractVar[CanarySchedule]
-    batching: eqx.AbstractVar[Literal["poisson", "fixed"]]
+    params: eqx.AbstractVar[DPSGDParams]
 
     #: Set True by mechanisms whose numerics need float64 (jax_enable_x64).
     requires_x64: ClassVar[bool] = False
 
     def __check_init__(self):
-        # Runs after every concrete mechanism's __init__ (equinox), so a user-written
-        # mechanism gets the same clear errors as the built-in ones.
-        check_int("steps", self.steps, minimum=1)
-        for name, check in (
-            ("sampling_prob", check_probability),
-            ("noise_multiplier", check_positive),
-            ("clip_norm", check_positive),
-            ("learning_rate", check_positive),
-        ):
-            value = getattr(self, name)
-            if np.ndim(value) != 0:
-                raise ValueError(f"{name} must be a scalar, got shape {np.shape(value)}")
-            check(name, value.item() if isinstance(value, np.ndarray | np.generic) else value)
-        if self.batching not in ("poisson", "fixed"):
-            raise ValueError(f"batching must be 'poisson' or 'fixed', got {self.batching!r}")
-        if not isinstance(self.canary_schedule, CanarySchedule):
+        # Runs after every concrete mechanism's __init__ (equinox): the record was checked
+        # when it was built, so only its type is left to check here.
+        if not isinstance(self.params, DPSGDParams):
             raise TypeError(
-                f"canary_schedule must be a CanarySchedule, got {type(self.canary_schedule)}"
+                f"{type(self).__name__}.params must be a DPSGDParams, got "
+                f"{type(self.params).__name__}"
             )
+
+    @property
+    def steps(self) -> int:
+        """T, the number of steps (static)."""
+        return self.params.steps
+
+    @property
+    def sampling_prob(self) -> np.ndarray:
+        """q, the Poisson sampling probability (a 0-d array; traced under jit)."""
+        return self.params.sampling_prob
+
+    @property
+    def noise_multiplier(self) -> np.ndarray:
+        """sigma, the noise multiplier (a 0-d array; traced under jit)."""
+        return self.params.noise_multiplier
+
+    @property
+    def clip_norm(self) -> np.ndarray:
+        """C, the clip norm (a 0-d array; traced under jit)."""
+        return self.params.clip_norm
+
+    @property
+    def learning_rate(self) -> np.ndarray:
+        """eta, the learning rate (a 0-d array; traced under jit)."""
+        return self.params.learning_rate
+
+    @property
+    def canary_schedule(self) -> CanarySchedule:
+        """Which steps can carry the canary."""
+        return self.params.canary_schedule
+
+    @property
+    def batching(self) -> Literal["poisson", "fixed"]:
+        """Either 'poisson' (Poisson sampling) or 'fixed' (every example in every batch)."""
+        return self.params.batching
 
     @abc.abstractmethod
     def init_model(self) -> Float[Array, " d"]:
@@ -237,7 +340,7 @@ class AbstractMechanism(eqx.Module):
                 f"canary_schedule {self.canary_schedule} puts the canary in no step of "
                 f"steps={self.steps}"
             )
-        sampled = self.canary_schedule.sampled and self.batching == "poisson"
+        sampled = self.params.canary_sampled
         return Accounting(
             steps=self.steps,
             sampling_prob=float(self.sampling_prob) if sampled else 1.0,
@@ -318,23 +421,3 @@ class AbstractThresholdLandscape(AbstractMechanism):
 
     threshold: eqx.AbstractVar[np.ndarray]
     batch_size: eqx.AbstractVar[np.ndarray]
-
-
-def validate_common(
-    *,
-    steps,
-    sampling_prob,
-    noise_multiplier,
-    clip_norm,
-    learning_rate,
-    batching,
-) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """Checks the hyperparameters every DP-SGD mechanism shares; returns them normalised."""
-    steps = check_int("steps", steps, minimum=1)
-    q = as_traced_float("sampling_prob", sampling_prob, check_probability)
-    sigma = as_traced_float("noise_multiplier", noise_multiplier, check_positive)
-    c = as_traced_float("clip_norm", clip_norm, check_positive)
-    lr = as_traced_float("learning_rate", learning_rate, check_positive)
-    if batching not in ("poisson", "fixed"):
-        raise ValueError(f"batching must be 'poisson' or 'fixed', got {batching!r}")
-    return steps, q, sigma, c, lr, batching

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, validate_common
+from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, DPSGDParams
 from advsim._validation import check_int, check_positive
 from advsim.mechanisms.linear import LinearProcess
 
@@ -140,13 +140,7 @@ class GradientCanary(AbstractDirectedCanary):
         10
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     dim: int = eqx.field(static=True)
     data: str = eqx.field(static=True)
     canary_direction: np.ndarray
@@ -173,26 +167,19 @@ class GradientCanary(AbstractDirectedCanary):
         spread: float = 100.0,
         data_seed: int = 0,
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=CanarySchedule.every(1, sampled=False)
+            if canary_schedule is None
+            else canary_schedule,
         )
         self.dim = check_int("dim", dim, minimum=1)
         self.canary_direction = unit_direction(canary_direction, self.dim)
-        if canary_schedule is None:
-            canary_schedule = CanarySchedule.every(1, sampled=False)
-        self.canary_schedule = canary_schedule
         if data not in _DATA:
             raise ValueError(f"data must be one of {_DATA}, got {data!r}")
         self.data = data

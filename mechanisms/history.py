@@ -35,8 +35,8 @@ from jaxtyping import Array, Float, Int
 from advsim._mechanism import (
     AbstractCoordinateLaws,
     CanarySchedule,
+    DPSGDParams,
     as_traced_float,
-    validate_common,
 )
 from advsim._validation import check_delta, check_int, check_positive, check_probability
 
@@ -168,13 +168,7 @@ class HistoryRegularizer(AbstractCoordinateLaws):
         (10,)
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     v: np.ndarray
     dim: int = eqx.field(static=True)
 
@@ -191,20 +185,14 @@ class HistoryRegularizer(AbstractCoordinateLaws):
         canary_schedule: CanarySchedule | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
         self.v = as_traced_float("v", v, check_positive)
         self.dim = self.steps if dim is None else check_int("dim", dim, minimum=1)
@@ -214,7 +202,6 @@ class HistoryRegularizer(AbstractCoordinateLaws):
                 f"v^(dim - 1) must be within 1e-30 and 1e30 for the float32 model, got "
                 f"v={float(self.v)!r}, dim={self.dim} (|log10 v^(dim-1)| = {spread:.3g})"
             )
-        self.canary_schedule = CanarySchedule() if canary_schedule is None else canary_schedule
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((self.dim,), jnp.float32)

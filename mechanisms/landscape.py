@@ -58,8 +58,8 @@ from jaxtyping import Array, Float, Int
 from advsim._mechanism import (
     AbstractThresholdLandscape,
     CanarySchedule,
+    DPSGDParams,
     as_traced_float,
-    validate_common,
 )
 from advsim._validation import check_finite, check_int
 from advsim.bounds._landscape import (
@@ -115,13 +115,7 @@ class ThresholdLandscape(AbstractThresholdLandscape):
         (0.5, (1,))
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     batch_size: np.ndarray
     threshold: np.ndarray
     orientation: Literal["reinforce", "restore"] = eqx.field(static=True)
@@ -137,20 +131,14 @@ class ThresholdLandscape(AbstractThresholdLandscape):
         orientation: Literal["reinforce", "restore"] = "reinforce",
     ):
         batch_size = check_int("batch_size", batch_size, minimum=1, maximum=2**31 - 1)
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=1.0,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=1.0 / batch_size,
             batching="fixed",
+            canary_schedule=CanarySchedule.only(1, sampled=False),
         )
         self.batch_size = np.asarray(batch_size, np.int32)
         if threshold is None:
@@ -159,7 +147,6 @@ class ThresholdLandscape(AbstractThresholdLandscape):
         if orientation not in ORIENTATIONS:
             raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
         self.orientation = orientation
-        self.canary_schedule = CanarySchedule.only(1, sampled=False)
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((1,), jnp.float32)

@@ -56,7 +56,7 @@ without `jax.config.update("jax_enable_x64", True)`.
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -64,7 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractSumEncoding, CanarySchedule, validate_common
+from advsim._mechanism import AbstractSumEncoding, CanarySchedule, DPSGDParams
 from advsim._validation import check_int
 
 __all__ = ["LikelihoodEncodingLoss", "encoding_scale", "step_log_likelihood_ratio"]
@@ -153,13 +153,7 @@ class LikelihoodEncodingLoss(AbstractSumEncoding):
         (10.0, 1000000000.0)
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     dataset_size: np.ndarray
     expected_batch: np.ndarray
     scale: np.ndarray
@@ -179,20 +173,14 @@ class LikelihoodEncodingLoss(AbstractSumEncoding):
         clip_norm: float = 1.0,
         learning_rate: float = 1.0,
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching="poisson",
+            canary_schedule=CanarySchedule.every_step(),
         )
         for name, value in (("clip_norm", clip_norm), ("learning_rate", learning_rate)):
             if float(value) != 1.0:
@@ -223,7 +211,6 @@ class LikelihoodEncodingLoss(AbstractSumEncoding):
                 f"sampling_prob * dataset_size = {n:.6g} must be >= {needed:.6g} (twice the "
                 "largest |v - enc|, so that no zero's gradient is clipped); raise dataset_size"
             )
-        self.canary_schedule = CanarySchedule.every_step()
 
     def max_update(self) -> float:
         """A bound on |v - enc| over decodable v (|v| <= s/2): the zeros' summed update."""

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractProjectionLaw, CanarySchedule, validate_common
+from advsim._mechanism import AbstractProjectionLaw, CanarySchedule, DPSGDParams
 from advsim._validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
@@ -55,13 +55,7 @@ class LinearProcess(AbstractProjectionLaw):
         100
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     dim: int = eqx.field(static=True)
     canary_coordinate: int = eqx.field(static=True)
     other_gradients: np.ndarray
@@ -83,26 +77,19 @@ class LinearProcess(AbstractProjectionLaw):
         data_gradients=None,
         data_counts=None,
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
         self.dim = check_int("dim", dim, minimum=1)
         self.canary_coordinate = check_int(
             "canary_coordinate", canary_coordinate, minimum=0, maximum=self.dim - 1
         )
-        self.canary_schedule = CanarySchedule() if canary_schedule is None else canary_schedule
         if data_gradients is None:
             grads = np.zeros((0, self.dim), np.float32)
         else:

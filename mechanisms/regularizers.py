@@ -31,7 +31,6 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -40,8 +39,8 @@ from advsim._mechanism import (
     AbstractMechanism,
     AbstractProjectionLaw,
     CanarySchedule,
+    DPSGDParams,
     as_traced_float,
-    validate_common,
 )
 from advsim._validation import check_delta, check_nonnegative
 from advsim.bounds import heuristic_epsilon, heuristic_epsilon_curve
@@ -96,13 +95,7 @@ class ZeroingRegularizer(AbstractProjectionLaw):
         3.025
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
 
     def __init__(
         self,
@@ -115,22 +108,15 @@ class ZeroingRegularizer(AbstractProjectionLaw):
         canary_schedule: CanarySchedule | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
-        self.canary_schedule = CanarySchedule() if canary_schedule is None else canary_schedule
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((1,), jnp.float32)
@@ -197,13 +183,7 @@ class QuadraticRegularizer(AbstractProjectionLaw):
         2.2749
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     alpha: np.ndarray
 
     def __init__(
@@ -218,20 +198,14 @@ class QuadraticRegularizer(AbstractProjectionLaw):
         canary_schedule: CanarySchedule | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
         self.alpha = as_traced_float("alpha", alpha, check_nonnegative)
         if float(self.alpha) * float(self.learning_rate) > 1.0:
@@ -239,7 +213,6 @@ class QuadraticRegularizer(AbstractProjectionLaw):
                 f"alpha must be in [0, 1 / learning_rate] = [0, {1 / float(self.learning_rate):g}]"
                 f", got {float(self.alpha)!r}"
             )
-        self.canary_schedule = CanarySchedule() if canary_schedule is None else canary_schedule
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((1,), jnp.float32)

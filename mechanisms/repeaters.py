@@ -51,8 +51,8 @@ from scipy.stats import norm
 from advsim._mechanism import (
     AbstractCoordinateLaws,
     CanarySchedule,
+    DPSGDParams,
     as_traced_float,
-    validate_common,
 )
 from advsim._validation import check_delta, check_int, check_positive, check_probability
 from advsim.mechanisms.history import subsampled_gaussians_epsilon
@@ -116,13 +116,7 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
         (6,)
     """
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
+    params: DPSGDParams
     encoding: Literal["threshold", "amplify"] = eqx.field(static=True)
     threshold: np.ndarray
     amplification: np.ndarray
@@ -144,20 +138,14 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
         canary_schedule: CanarySchedule | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=learning_rate,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
         if encoding not in ("threshold", "amplify"):
             raise ValueError(f"encoding must be 'threshold' or 'amplify', got {encoding!r}")
@@ -194,7 +182,6 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
         self.num_repeaters = np.array([count], np.int32)
         # The divisor of the repeaters' gradient: q N, as the engine will sample them.
         self.expected_batch = np.asarray(count * q, np.float64)
-        self.canary_schedule = CanarySchedule() if canary_schedule is None else canary_schedule
 
     # -- the model ------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import scipy.stats
 
 import advsim
 from advsim import AbstractMechanism, CanarySchedule
-from advsim._mechanism import validate_common
+from advsim._mechanism import DPSGDParams
 from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
 from advsim.mechanisms import LinearProcess
 
@@ -34,31 +34,18 @@ class _Offset(AbstractMechanism):
     """m_0 = (0.5, -1), canary gradient (3, 4): clipped to C = 2 it is (1.2, 1.6), so the
     descent direction is -(0.6, 0.8). No projection_law."""
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: str = eqx.field(static=True)
+    params: DPSGDParams
 
     def __init__(self):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=3,
             sampling_prob=0.5,
             noise_multiplier=1.0,
             clip_norm=2.0,
             learning_rate=1.0,
             batching="poisson",
+            canary_schedule=CanarySchedule(),
         )
-        self.canary_schedule = CanarySchedule()
 
     def init_model(self):
         return jnp.asarray([0.5, -1.0], jnp.float32)

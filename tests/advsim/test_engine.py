@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import advsim
 from advsim import AbstractMechanism, CanarySchedule, block_size, clip_gradients, dpsgd_update
 from advsim._dpsgd import bernoulli_from_bits, run_mechanism
-from advsim._mechanism import validate_common
+from advsim._mechanism import DPSGDParams
 from advsim.mechanisms import LinearProcess
 
 # --- clip_gradients ---------------------------------------------------------------------------
@@ -80,32 +80,19 @@ class _ToyMechanism(AbstractMechanism):
     """Fixed gradients chosen so that some are clipped, one is not, one is zero, and a
     regularizer alpha * m that is larger than C (it must not be clipped)."""
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: str = eqx.field(static=True)
+    params: DPSGDParams
     alpha: float = eqx.field(static=True)
 
     def __init__(self, *, alpha=10.0, batching="poisson", canary_schedule=None, steps=4):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=0.5,
             noise_multiplier=0.7,
             clip_norm=2.0,
             learning_rate=0.3,
             batching=batching,
+            canary_schedule=canary_schedule,
         )
-        self.canary_schedule = canary_schedule or CanarySchedule()
         self.alpha = alpha
 
     def init_model(self):
@@ -388,32 +375,19 @@ class _OverNormMechanism(AbstractMechanism):
     `n_data` identical examples all have gradient -10 C (the model moves up by C per
     sampled example once clipped), no regularizer, learning rate 1, Poisson sampling."""
 
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: str = eqx.field(static=True)
+    params: DPSGDParams
     n_data: int = eqx.field(static=True)
 
     def __init__(self, *, steps, sampling_prob, noise_multiplier, clip_norm, n_data):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=steps,
             sampling_prob=sampling_prob,
             noise_multiplier=noise_multiplier,
             clip_norm=clip_norm,
             learning_rate=1.0,
             batching="poisson",
+            canary_schedule=CanarySchedule(),
         )
-        self.canary_schedule = CanarySchedule()
         self.n_data = n_data
 
     def init_model(self):

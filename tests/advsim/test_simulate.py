@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +20,7 @@ import pytest
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, NonFiniteScoresError
-from advsim._mechanism import validate_common
+from advsim._mechanism import DPSGDParams
 from advsim.adversaries import ProjectionScore
 from advsim.mechanisms import LinearProcess
 
@@ -99,32 +98,19 @@ def test_bad_keys_are_rejected(key):
 
 
 class _NeedsX64(AbstractMechanism):
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: str = eqx.field(static=True)
+    params: DPSGDParams
     requires_x64 = True
 
     def __init__(self):
-        (
-            self.steps,
-            self.sampling_prob,
-            self.noise_multiplier,
-            self.clip_norm,
-            self.learning_rate,
-            self.batching,
-        ) = validate_common(
+        self.params = DPSGDParams(
             steps=2,
             sampling_prob=0.5,
             noise_multiplier=1.0,
             clip_norm=1.0,
             learning_rate=1.0,
             batching="poisson",
+            canary_schedule=CanarySchedule(),
         )
-        self.canary_schedule = CanarySchedule()
 
     def init_model(self):
         return jnp.zeros(1)

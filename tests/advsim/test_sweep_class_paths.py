@@ -23,21 +23,20 @@ from advsim.sweep._config import build_mechanism
 # A new mechanism (DP-SGD on the loss -C * m_0 with a learning rate halved at each step)
 # and a new adversary (the sign of the first coordinate), written by a user in a module of
 # their own: the sweep resolves them by path, nothing in advsim is registered or edited.
-USER_MODULE = '''
+USER_MODULE = """
 import equinox as eqx
 import jax.numpy as jnp
 
-from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule
+from advsim import AbstractAdversary, AbstractMechanism, DPSGDParams
 
 
 class HalvingSteps(AbstractMechanism):
-    steps: int = eqx.field(static=True)
-    sampling_prob: float
-    noise_multiplier: float
-    learning_rate: float = 1.0
-    clip_norm: float = 1.0
-    canary_schedule: CanarySchedule = CanarySchedule.every_step()
-    batching: str = eqx.field(static=True, default="poisson")
+    params: DPSGDParams
+
+    def __init__(self, steps, sampling_prob, noise_multiplier, canary_schedule=None):
+        self.params = DPSGDParams(
+            steps, sampling_prob, noise_multiplier, canary_schedule=canary_schedule
+        )
 
     def init_model(self):
         return jnp.zeros(1)
@@ -58,7 +57,7 @@ class FirstCoordinate(AbstractAdversary):
 
 class NotAMechanism:
     pass
-'''
+"""
 
 
 @pytest.fixture
@@ -71,7 +70,8 @@ def user_module(tmp_path, monkeypatch):
 def test_sweep_runs_a_user_mechanism_and_adversary_named_by_class_path(tmp_path, user_module):
     before = (names("mechanism"), names("adversary"))
     config = tmp_path / "mine.toml"
-    config.write_text(textwrap.dedent(f"""
+    config.write_text(
+        textwrap.dedent(f"""
         [sweep]
         mode = "audit"
         trials = 200
@@ -89,7 +89,8 @@ def test_sweep_runs_a_user_mechanism_and_adversary_named_by_class_path(tmp_path,
 
         [grid]
         sampling_prob = [0.5, 1.0]
-    """))
+    """)
+    )
     cfg = load_config(config)
     assert cfg.fixed["method"] == "eps_delta"  # not the linear process: assume nothing
     rows = run_sweep(cfg, tmp_path / "out", progress=False)
@@ -109,8 +110,12 @@ def test_sweep_runs_a_user_mechanism_and_adversary_named_by_class_path(tmp_path,
 @pytest.mark.parametrize(
     ("kind", "name", "message"),
     [
-        ("mechanism", "{m}:NotAMechanism", "resolved to <class 'my_counterexample.NotAMechanism'>"
-         ", which is not a subclass of advsim.AbstractMechanism"),
+        (
+            "mechanism",
+            "{m}:NotAMechanism",
+            "resolved to <class 'my_counterexample.NotAMechanism'>"
+            ", which is not a subclass of advsim.AbstractMechanism",
+        ),
         ("mechanism", "{m}:FirstCoordinate", "not a subclass of advsim.AbstractMechanism"),
         ("adversary", "{m}:HalvingSteps", "not a subclass of advsim.AbstractAdversary"),
         ("mechanism", "{m}:Missing", "'my_counterexample' has no attribute 'Missing'"),
@@ -119,8 +124,7 @@ def test_sweep_runs_a_user_mechanism_and_adversary_named_by_class_path(tmp_path,
         ("mechanism", "quadratic", "or a class path 'module:Class'"),
     ],
 )
-def test_names_that_are_not_mechanisms_or_adversaries_are_refused(user_module, kind, name,
-                                                                  message):
+def test_names_that_are_not_mechanisms_or_adversaries_are_refused(user_module, kind, name, message):
     with pytest.raises(ValueError) as err:
         resolve(kind, name.format(m=user_module))
     assert message in str(err.value)
@@ -130,16 +134,19 @@ def test_aliases_and_classmethods_keep_the_old_builders_behaviour():
     base = {"sweep": {"mode": "bounds"}, "grid": {"steps": [2, 4]}}
 
     def mechanism(**mech):
-        cfg = parse_config({**base, "mechanism": {"sampling_prob": 0.1,
-                                                  "noise_multiplier": 1.0, **mech}})
+        cfg = parse_config(
+            {**base, "mechanism": {"sampling_prob": 0.1, "noise_multiplier": 1.0, **mech}}
+        )
         return build_mechanism(cfg, cfg.cells()[0].params)
 
     assert mechanism(name="linear") == LinearProcess(2, 0.1, 1.0)
     assert mechanism(name="advsim.mechanisms:LinearProcess") == LinearProcess(2, 0.1, 1.0)
     expect = LinearProcess.with_data(2, 0.1, 1.0, dim=10, num_examples=100)
     assert mechanism(name="linear-data") == expect
-    assert mechanism(name="advsim.mechanisms:LinearProcess.with_data", dim=10,
-                     num_examples=100) == expect
+    assert (
+        mechanism(name="advsim.mechanisms:LinearProcess.with_data", dim=10, num_examples=100)
+        == expect
+    )
     assert mechanism(name="linear", canary_schedule="every:2", canary_sampled=False) == (
         LinearProcess(2, 0.1, 1.0, canary_schedule=CanarySchedule.every(2, sampled=False))
     )
@@ -151,7 +158,8 @@ def test_aliases_and_classmethods_keep_the_old_builders_behaviour():
         mechanism(name="gradient-canary", period=2)
     adv = resolve("adversary", "biased-coordinate-random").build(dim=10, seed=3)
     assert adv == resolve("adversary", "advsim.adversaries:BiasedCoordinate.random").build(
-        dim=10, seed=3)
+        dim=10, seed=3
+    )
     with pytest.raises(TypeError, match="biased-coordinate-random"):
         resolve("adversary", "biased-coordinate").build(dim=10)
 
@@ -167,11 +175,18 @@ def test_every_alias_resolves_to_a_built_in_class(kind):
 
 def test_default_method_is_family_only_for_the_linear_process():
     def method(name, **mech):
-        return parse_config({
-            "sweep": {"trials": 100},
-            "mechanism": {"name": name, "steps": 2, "sampling_prob": 0.1,
-                          "noise_multiplier": 1.0, **mech},
-        }).fixed["method"]
+        return parse_config(
+            {
+                "sweep": {"trials": 100},
+                "mechanism": {
+                    "name": name,
+                    "steps": 2,
+                    "sampling_prob": 0.1,
+                    "noise_multiplier": 1.0,
+                    **mech,
+                },
+            }
+        ).fixed["method"]
 
     assert method("linear") == method("advsim.mechanisms:LinearProcess") == "family"
     assert method("gradient-canary") == "eps_delta"
@@ -180,8 +195,13 @@ def test_default_method_is_family_only_for_the_linear_process():
 
 @pytest.mark.parametrize(
     ("text", "steps"),
-    [("every_step", (1, 2, 3, 4, 5, 6)), ("every:2", (1, 3, 5)), ("every:3@3", (3, 6)),
-     ("only:4", (4,)), (" every:2@2 ", (2, 4, 6))],
+    [
+        ("every_step", (1, 2, 3, 4, 5, 6)),
+        ("every:2", (1, 3, 5)),
+        ("every:3@3", (3, 6)),
+        ("only:4", (4,)),
+        (" every:2@2 ", (2, 4, 6)),
+    ],
 )
 def test_canary_schedule_parses_its_string_form(text, steps):
     schedule = CanarySchedule.parse(text, sampled=False)
@@ -206,11 +226,24 @@ def test_registered_names_still_work_and_are_checked(monkeypatch):
     register_adversary("mine", resolve("adversary", "llr").factory)
     with pytest.raises(ValueError, match="already registered"):
         register_mechanism("linear", halved)
-    cfg = parse_config({"sweep": {"trials": 100}, "mechanism": {"name": "halved", "steps": 2,
-                        "sampling_prob": 0.1, "noise_multiplier": 1.0},
-                        "adversary": {"name": "mine"}})
+    cfg = parse_config(
+        {
+            "sweep": {"trials": 100},
+            "mechanism": {
+                "name": "halved",
+                "steps": 2,
+                "sampling_prob": 0.1,
+                "noise_multiplier": 1.0,
+            },
+            "adversary": {"name": "mine"},
+        }
+    )
     assert build_mechanism(cfg, cfg.cells()[0].params).learning_rate == 0.5
     register_mechanism("wrong", lambda steps, noise_multiplier: object())
     with pytest.raises(ValueError, match="'wrong' returned object, not an instance of advsim"):
-        parse_config({"sweep": {"mode": "bounds"},
-                      "mechanism": {"name": "wrong", "steps": 2, "noise_multiplier": 1.0}})
+        parse_config(
+            {
+                "sweep": {"mode": "bounds"},
+                "mechanism": {"name": "wrong", "steps": 2, "noise_multiplier": 1.0},
+            }
+        )
