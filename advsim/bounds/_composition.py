@@ -12,18 +12,26 @@ epsilon (the tail mass it truncates is accounted for too). The rounding adds at 
 `canary_steps * value_discretization_interval` in principle; measured against the interval
 2e-5 it adds 7e-6 at $T = 10^3$ and 3e-5 at $T = 10^4$ ($q = 0.01$, $\sigma = 1$,
 $\delta = 10^{-5}$), and 3e-9 for $q = 1$ ($T = 10^3$, $\sigma = 30$, checked against the
-exact Gaussian value). $T = 1000$ at $q = 0.01$, $\sigma = 1$ takes about a second;
-smaller $\sigma$ widens the privacy-loss grid and costs more.
+exact Gaussian value).
+
+Speed: one step's PLD is built by `advsim.bounds._pld_fast` (dp_accounting's arithmetic on
+the whole grid at once, bit for bit its PMF), then composed and read by dp_accounting.
+$T = 1000$ at $q = 0.01$, $\sigma = 0.6$ takes about 0.7 s, $T = 1$ at $\sigma = 0.34$
+0.8 s; smaller $\sigma$ widens the privacy-loss grid (about $1/\sigma^2$ points) and
+costs more. Epsilons are cached per $(q, \sigma, n, \text{grid}, \delta)$, the last few
+PLDs per $(q, \sigma, n, \text{grid})$, and calibrated noise multipliers per their
+arguments, so `bounds_for` after `calibrate_noise_multiplier` (as `advsim audit` and
+sweeps with `target_epsilon` do) reads the composition epsilon the calibration found.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 
-import dp_accounting
-from dp_accounting import dp_event
-from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy.optimize import brentq
+from tqdm.auto import tqdm
 
 from advsim._accounting import Accounting
 from advsim._validation import (
@@ -33,6 +41,7 @@ from advsim._validation import (
 )
 from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
 from advsim.bounds._heuristic import heuristic_epsilon
+from advsim.bounds._pld_fast import composed_pld, grid_size
 from advsim.bounds._run import run_parameters
 
 __all__ = [
@@ -43,6 +52,18 @@ __all__ = [
 ]
 
 _VDI = 1e-4
+# The coarsest grid of the calibration's search (see calibrate_noise_multiplier).
+_COARSE_VDI = 1e-2
+# Seconds per grid point of one PLD run (build, compose, read), measured on the 2-core
+# machine of README's Speed section; only for the progress bar's up-front estimate.
+_SECONDS_PER_POINT = 1.5e-6
+# Show a progress bar by default when a call is expected to take longer than this.
+_PROGRESS_SECONDS = 5.0
+
+
+class DeltaOutOfReachError(ValueError, RuntimeError):
+    """delta below the mass dp_accounting's PLD keeps at infinite privacy loss (a
+    ValueError for the caller's delta; a RuntimeError, as before, for old handlers)."""
 
 
 def _check(steps, sampling_prob, noise_multiplier, canary_steps, value_discretization_interval):
@@ -51,17 +72,60 @@ def _check(steps, sampling_prob, noise_multiplier, canary_steps, value_discretiz
     return steps, q, sigma, n, vdi
 
 
-def _event(q: float, sigma: float, n: int) -> dp_event.DpEvent:
-    step = dp_event.GaussianDpEvent(sigma)
-    if q < 1.0:
-        step = dp_event.PoissonSampledDpEvent(q, step)
-    return dp_event.SelfComposedDpEvent(step, n)
+class _LRU(collections.OrderedDict):
+    """A small least-recently-used cache (a dict that forgets its oldest entries)."""
+
+    def __init__(self, maxsize: int):
+        super().__init__()
+        self.maxsize = maxsize
+
+    def get_or(self, key, compute):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = compute()
+        self[key] = value
+        while len(self) > self.maxsize:
+            self.popitem(last=False)
+        return value
 
 
-def _accountant(q, sigma, n, vdi) -> pld_privacy_accountant.PLDAccountant:
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
-    acc.compose(_event(q, sigma, n))
-    return acc
+# PLDs are large (up to ~10^7 floats): keep the last few; epsilons and calibrated
+# noise multipliers are floats: keep many.
+_PLDS = _LRU(4)
+_EPSILONS = _LRU(4096)
+_CALIBRATED = _LRU(1024)
+
+
+def _pld(q: float, sigma: float, n: int, vdi: float, bar=None) -> pld_lib.PrivacyLossDistribution:
+    """What dp_accounting's `PLDAccountant(vdi)` holds after composing n steps of
+    `PoissonSampledDpEvent(q, GaussianDpEvent(sigma))` ($q < 1$; bit for bit, cached)."""
+    return _PLDS.get_or((q, sigma, n, vdi), lambda: composed_pld(q, sigma, n, vdi, bar=bar))
+
+
+def _pld_epsilon(q: float, sigma: float, n: int, vdi: float, delta: float, bar=None) -> float:
+    """`PLDAccountant.get_epsilon(delta)` of that PLD (cached: calibration, `bounds_for`
+    and repeated cells ask for the same numbers)."""
+
+    def compute():
+        pld = _pld(q, sigma, n, vdi, bar)
+        eps = float(pld.get_epsilon_for_delta(delta))
+        if not math.isfinite(eps):
+            inf_mass = max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass)  # noqa: SLF001
+            raise DeltaOutOfReachError(
+                f"composition epsilon inf for {q=}, {sigma=}, {n=}, {delta=}: "
+                f"dp_accounting's PLD keeps {inf_mass:.3g} of mass at infinite privacy "
+                f"loss here (1e-15 of it from truncating tails), so delta must be in "
+                f"({inf_mass:.3g}, 1) for the composition bound"
+            )
+        return eps
+
+    return _EPSILONS.get_or((q, sigma, n, vdi, delta), compute)
+
+
+def _estimated_seconds(q: float, sigma: float, n: int, vdi: float) -> float:
+    """A rough up-front estimate of one PLD run (grid points times a measured rate)."""
+    return _SECONDS_PER_POINT * grid_size(q, sigma, vdi) * (1.0 + 0.05 * math.log2(n))
 
 
 def composition_epsilon(
@@ -94,8 +158,9 @@ def composition_epsilon(
         eps >= 0.
 
     Raises:
-        ValueError: on invalid inputs.
-        RuntimeError: if the accountant returns a non-finite epsilon.
+        ValueError: on invalid inputs; a noise multiplier too small for the grid (the
+            message names the range); a delta below the mass the accountant keeps at
+            infinite privacy loss (~1.5e-15; also a RuntimeError, as it was).
 
     Example:
         >>> round(composition_epsilon(1e-5, 100, 1.0, 10.0), 3)  # = gdp_epsilon(1e-5, 1)
@@ -110,14 +175,7 @@ def composition_epsilon(
         # arXiv:1905.02383): the closed form, with no grid (a PLD grid at T = 10^6,
         # sigma = 0.05 would need 29 TiB).
         return gdp_epsilon(delta, math.sqrt(n) / sigma)
-    eps = float(_accountant(q, sigma, n, vdi).get_epsilon(delta))
-    if not math.isfinite(eps):
-        raise RuntimeError(
-            f"PLDAccountant returned epsilon {eps!r} for {q=}, {sigma=}, {n=}, {delta=}: "
-            "dp_accounting's PLD keeps ~1.5e-15 of mass at infinite privacy loss, so "
-            "deltas below about 2e-15 are out of its reach"
-        )
-    return max(eps, 0.0)
+    return max(_pld_epsilon(q, sigma, n, vdi, delta), 0.0)
 
 
 def composition_delta(
@@ -154,7 +212,7 @@ def composition_delta(
     )
     if q == 1.0:  # exact: sqrt(n)/sigma-GDP, as in composition_epsilon
         return gdp_delta(eps, math.sqrt(n) / sigma)
-    delta = float(_accountant(q, sigma, n, vdi).get_delta(eps))
+    delta = float(_pld(q, sigma, n, vdi).get_delta_for_epsilon(eps))
     # The accountant's pessimistic rounding can pass 1 by ~1e-10 where the exact delta is
     # within rounding of 1 (eps = 0, q = 0.99, sigma = 0.2, n = 50: 1 + 1.9e-10); 1 is
     # then the (valid, tight) answer. Anything further from [0, 1] is an error.
@@ -163,53 +221,108 @@ def composition_delta(
     return min(delta, 1.0)
 
 
-def calibrate_noise_multiplier(
-    target_epsilon,
-    delta,
-    steps,
-    sampling_prob,
-    *,
-    canary_steps=None,
-    value_discretization_interval=_VDI,
-    tol=1e-6,
-) -> float:
-    r"""The smallest noise multiplier whose composition epsilon is at most the target.
+def _levels(vdi: float) -> list[float]:
+    """The grids of the search, coarse to fine: vdi times 10^k, k >= 0, the coarsest at
+    most `_COARSE_VDI` (just [vdi] for vdi > _COARSE_VDI / 10)."""
+    k = 0
+    while vdi * 10 ** (k + 1) <= _COARSE_VDI * (1 + 1e-9):
+        k += 1
+    return [vdi * 10**j for j in range(k, 0, -1)] + [vdi]
 
-    `dp_accounting.calibrate_dp_mechanism` (Brent's method, then a check that the returned
-    sigma meets the target) with the same PLD accountant as `composition_epsilon`. The
-    search starts from a bracket given by theory: the last-iterate heuristic is a
-    post-processing of the composition, so the sigma at which `heuristic_epsilon` equals
-    the target is a lower end; full-batch DP-GD with noise $\sigma$ (no amplification by
-    sampling) dominates the subsampled composition, so $1.05\sqrt{n}/\mu$ with
-    $\mu$ = `gdp_mu(target, delta)` is an upper end. A first pass with a coarse
-    discretization (1e-2) narrows the bracket, so that the accurate (and, at small sigma,
-    expensive) accountant is only run near the answer.
 
-    Args:
-        target_epsilon: the epsilon to reach, > 0.
-        delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$.
-        sampling_prob: $q \in (0, 1]$.
-        canary_steps: $n \in [1, T]$ (default $T$).
-        value_discretization_interval: the PLD grid spacing, > 0.
-        tol: absolute tolerance on sigma, > 0.
+def _secant(g, x0: float, slope: float, xtol: float, max_steps: int = 8):
+    """Secant iteration on a decreasing g from x0 with a first slope; returns the root
+    estimate and the last secant slope (kept when a new one is not negative and finite)."""
+    x_prev, g_prev = x0, g(x0)
+    x = x0 - g_prev / slope
+    for _ in range(max_steps):
+        if not x > 0:
+            x = 0.5 * x_prev
+        gx = g(x)
+        if x != x_prev:
+            s = (gx - g_prev) / (x - x_prev)
+            if math.isfinite(s) and s < 0:
+                slope = s
+        x_new = x - gx / slope
+        x_prev, g_prev, x = x, gx, x_new
+        if abs(x - x_prev) <= xtol:
+            break
+    return x, slope
 
-    Returns:
-        sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon` (same
-        discretization), within `tol` of the smallest such sigma.
 
-    Example:
-        >>> round(calibrate_noise_multiplier(4.377178, 1e-5, 100, 1.0), 4)  # mu = 1
-        10.0
+def _settle(g, r: float, slope: float, tol: float, max_tries: int = 10) -> float:
+    """sigma with g(sigma) <= 0 < g(sigma - tol), searched around the estimate r.
+
+    Each try evaluates g at r + 0.45 tol and, when the slope puts the root within tol
+    below, at r - 0.55 tol (an interval of width tol that holds r); a miss moves r by regula falsi between the nearest points of either sign
+    (or a secant step when all points have one sign). After `max_tries` misses, plain
+    bisection on the bracket found; it returns `hi` with g(hi) <= 0 and g(lo) > 0 for some
+    lo in [hi - tol, hi).
     """
-    target = check_positive("target_epsilon", target_epsilon)
-    delta = check_delta("delta", delta)
-    # sigma is what is sought: 1.0 stands in for it in the shared check.
-    steps, q, _, n, vdi = _check(
-        steps, sampling_prob, 1.0, canary_steps, value_discretization_interval
-    )
-    tol = check_positive("tol", tol)
+    known: dict[float, float] = {}
 
+    def at(x):
+        if x not in known:
+            known[x] = g(x)
+        return known[x]
+
+    def sides():
+        pos = [x for x, v in known.items() if v > 0]
+        neg = [x for x, v in known.items() if v <= 0]
+        return (max(pos) if pos else None), (min(neg) if neg else None)
+
+    for _ in range(max_tries):
+        lo, hi = sides()
+        if lo is not None and hi is not None and 0 < hi - lo <= tol:
+            at(hi - tol)  # g(hi - tol) > 0 whenever g decreases
+            return hi
+        a = r + 0.45 * tol
+        ga = at(a)
+        # Evaluate a - tol only when the root may lie within tol below a (by the slope).
+        if ga <= 0 and a - ga / slope >= a - 1.5 * tol and at(a - tol) > 0:
+            return a
+        lo, hi = sides()
+        if lo is not None and hi is not None and lo < hi:
+            glo, ghi = known[lo], known[hi]
+            r = lo - glo * (hi - lo) / (ghi - glo)
+            # Keep the next pair inside the bracket.
+            r = min(max(r, lo + 0.55 * tol), hi - 0.45 * tol)
+        else:
+            x = lo if lo is not None else hi
+            pts = sorted(known, key=lambda p: abs(p - x))[:2]
+            if len(pts) == 2 and pts[0] != pts[1]:
+                s = (known[pts[0]] - known[pts[1]]) / (pts[0] - pts[1])
+                if math.isfinite(s) and s < 0:
+                    slope = s
+            r = x - known[x] / slope
+            if not r > 0:
+                r = 0.5 * x
+    lo, hi = sides()
+    while lo is None:  # widen downwards until g > 0 (g decreases in sigma)
+        lo = 0.5 * min(known)
+        lo = lo if at(lo) > 0 else None
+    while hi is None or hi < lo:
+        hi = 2.0 * max(known)
+        hi = hi if at(hi) <= 0 else None
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if at(mid) > 0 else (lo, mid)
+    return hi
+
+
+def _calibrate_gaussian(target: float, delta: float, n: int, tol: float) -> float:
+    """q = 1: composition is sqrt(n)/sigma-GDP exactly (`composition_epsilon`'s closed
+    form), whose sigma for the target is sqrt(n) / gdp_mu(target, delta)."""
+
+    def gap(sigma):
+        return gdp_epsilon(delta, math.sqrt(n) / sigma) - target
+
+    sigma = math.sqrt(n) / gdp_mu(target, delta)
+    return _settle(gap, sigma, -target / sigma, tol)
+
+
+def _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress) -> float:
+    levels = _levels(vdi)
     sigma_hi = 1.05 * math.sqrt(n) / gdp_mu(target, delta)
 
     def heuristic_gap(log_sigma):
@@ -222,30 +335,123 @@ def calibrate_noise_multiplier(
         lo -= 1.0
     sigma_lo = 0.999 * math.exp(brentq(heuristic_gap, lo, hi, xtol=1e-12, rtol=1e-12))
 
-    def calibrate(lower, upper, interval, tolerance):
-        return float(
-            dp_accounting.calibrate_dp_mechanism(
-                lambda: pld_privacy_accountant.PLDAccountant(
-                    value_discretization_interval=interval
-                ),
-                lambda sigma: _event(q, sigma, n),
-                target,
-                delta,
-                bracket_interval=dp_accounting.ExplicitBracketInterval(lower, upper),
-                tol=tolerance,
-            )
-        )
+    # Up-front estimate: about 3 runs at the finest grid near the answer (sigma_lo is
+    # below it: a conservative grid size), and a tenth of that per coarser level.
+    seconds = 3.5 * _estimated_seconds(q, sigma_lo, n, vdi) * (1 + 0.1 * (len(levels) - 1))
+    if progress is None:
+        progress = seconds > _PROGRESS_SECONDS
+    bar = tqdm(
+        desc=f"calibrate sigma (n={n}, q={q:g}, ~{seconds:.0f} s)",
+        unit="PLD",
+        disable=not progress,
+        leave=False,
+    )
 
-    coarse = 1e-2
-    if vdi >= coarse:
-        return calibrate(sigma_lo, sigma_hi, vdi, tol)
-    sigma_c = calibrate(sigma_lo, sigma_hi, coarse, 1e-4 * sigma_hi)
-    # The coarse accountant over-estimates epsilon by a few percent at most, so its sigma
-    # is a little above the answer; fall back to the full bracket if it is not.
-    try:
-        return calibrate(max(sigma_lo, 0.93 * sigma_c), min(sigma_hi, 1.01 * sigma_c), vdi, tol)
-    except ValueError:
-        return calibrate(sigma_lo, sigma_hi, vdi, tol)
+    def gap_at(level):
+        def gap(sigma):
+            eps = _pld_epsilon(q, sigma, n, level, delta)
+            bar.update(1)
+            bar.set_postfix(vdi=f"{level:g}", sigma=f"{sigma:.6g}", eps=f"{eps:.6g}")
+            return eps - target
+
+        return gap
+
+    with bar:
+        # Coarsest grid: Brent's method on the theoretical bracket (cheap: 1/100 of the
+        # points of the default grid), widened if the coarse grid's pessimism needs it.
+        top = gap_at(levels[0])
+        while top(sigma_hi) > 0:
+            sigma_lo, sigma_hi = sigma_hi, 2.0 * sigma_hi
+        while top(sigma_lo) <= 0:
+            sigma_lo, sigma_hi = 0.5 * sigma_lo, sigma_lo
+        xtol = tol if len(levels) == 1 else 1e-4 * sigma_hi
+        r = brentq(top, sigma_lo, sigma_hi, xtol=xtol)
+        # A slope over 2% of sigma (the coarse epsilon is only smooth to ~ its grid).
+        slope = (top(1.02 * r) - top(r)) / (0.02 * r)
+        if not (math.isfinite(slope) and slope < 0):
+            slope = -target / r
+        # Each finer grid starts from the coarser one's answer and slope (their roots
+        # differ by ~ the coarser grid's pessimism: a few secant steps).
+        for level in levels[1:-1]:
+            r, slope = _secant(gap_at(level), r, slope, max(tol, 1e-6 * r))
+        return _settle(gap_at(levels[-1]), r, slope, tol)
+
+
+def calibrate_noise_multiplier(
+    target_epsilon,
+    delta,
+    steps,
+    sampling_prob,
+    *,
+    canary_steps=None,
+    value_discretization_interval=_VDI,
+    tol=1e-6,
+    progress: bool | None = None,
+) -> float:
+    r"""The smallest noise multiplier whose composition epsilon is at most the target.
+
+    Returns sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon <
+    composition_epsilon(delta, ..., sigma - tol)` (same discretization; the accountant is
+    dp_accounting's PLD, as in `composition_epsilon`, whose numbers these are, cached).
+
+    The search, coarse to fine (Section "Speed" of the README has the timings):
+
+    1. A bracket from theory: the last-iterate heuristic is a post-processing of the
+       composition, so the sigma at which `heuristic_epsilon` equals the target is a
+       lower end; full-batch DP with noise $\sigma$ (no amplification by sampling)
+       dominates the subsampled composition, so $1.05\sqrt{n}/\mu$ with
+       $\mu$ = `gdp_mu(target, delta)` is an upper end.
+    2. Brent's method on the coarse grid (1e-2: 1/100 of the default's points), then a
+       few secant steps on each grid 10 times finer (1e-3), started from the coarser
+       grid's root and slope.
+    3. On the requested grid: the pair sigma, sigma - tol around the secant estimate
+       (usually 3 accountant runs in all, the first of them the secant step), regula
+       falsi between misses, bisection as the last resort.
+
+    For $q = 1$ the composition is $\sqrt{n}/\sigma$-GDP exactly (as in
+    `composition_epsilon`), and sigma comes from the closed form, with the same contract.
+    Results are cached per arguments (a sweep's cells with the same run share one
+    search), and the composition epsilon at the returned sigma is cached for
+    `bounds_for`.
+
+    Args:
+        target_epsilon: the epsilon to reach, > 0.
+        delta: $\delta \in (0, 1)$; for $q < 1$ above the accountant's mass at infinite
+            loss (~1.5e-15).
+        steps: $T \ge 1$.
+        sampling_prob: $q \in (0, 1]$.
+        canary_steps: $n \in [1, T]$ (default $T$).
+        value_discretization_interval: the PLD grid spacing, > 0.
+        tol: absolute tolerance on sigma, > 0.
+        progress: a tqdm bar (stderr) counting accountant runs, with an up-front
+            estimate of the time in its title; default: when that estimate exceeds 5 s.
+
+    Returns:
+        sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon` (same
+        discretization), and epsilon above the target at sigma - tol.
+
+    Raises:
+        ValueError: on invalid inputs; for a delta the accountant cannot reach (the
+            message gives the range), or a grid too fine for the noise multipliers
+            searched (it names value_discretization_interval).
+
+    Example:
+        >>> round(calibrate_noise_multiplier(4.377178, 1e-5, 100, 1.0), 4)  # mu = 1
+        10.0
+    """
+    target = check_positive("target_epsilon", target_epsilon)
+    delta = check_delta("delta", delta)
+    # sigma is what is sought: 1.0 stands in for it in the shared check.
+    steps, q, _, n, vdi = _check(
+        steps, sampling_prob, 1.0, canary_steps, value_discretization_interval
+    )
+    tol = check_positive("tol", tol)
+    key = (target, delta, steps, q, n, vdi, tol)
+    if q == 1.0:
+        return _CALIBRATED.get_or(key, lambda: _calibrate_gaussian(target, delta, n, tol))
+    return _CALIBRATED.get_or(
+        key, lambda: _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress)
+    )
 
 
 def bounds_for(accounting: Accounting, delta) -> dict[str, float]:
