@@ -41,7 +41,7 @@ from advsim._validation import (
 )
 from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
 from advsim.bounds._heuristic import heuristic_epsilon
-from advsim.bounds._pld_fast import composed_pld, grid_size
+from advsim.bounds._pld_fast import check_grid, composed_pld, grid_size
 from advsim.bounds._run import run_parameters
 
 __all__ = [
@@ -128,6 +128,22 @@ def _estimated_seconds(q: float, sigma: float, n: int, vdi: float) -> float:
     return _SECONDS_PER_POINT * grid_size(q, sigma, vdi) * (1.0 + 0.05 * math.log2(n))
 
 
+def _stage_bar(q: float, sigma: float, n: int, vdi: float, progress: bool | None) -> tqdm:
+    """A bar over one PLD run's three stages, shown when asked or when the run is not
+    cached and expected to take more than `_PROGRESS_SECONDS`."""
+    check_grid(q, sigma, vdi)
+    if progress is None:
+        progress = (q, sigma, n, vdi) not in _PLDS and (
+            _estimated_seconds(q, sigma, n, vdi) > _PROGRESS_SECONDS
+        )
+    if progress:
+        seconds = _estimated_seconds(q, sigma, n, vdi)
+        desc = f"composition PLD (n={n}, sigma={sigma:g}, ~{seconds:.0f} s)"
+    else:
+        desc = "composition PLD"
+    return tqdm(total=3, desc=desc, unit="stage", disable=not progress, leave=False)
+
+
 def composition_epsilon(
     delta,
     steps,
@@ -136,6 +152,7 @@ def composition_epsilon(
     *,
     canary_steps=None,
     value_discretization_interval=_VDI,
+    progress: bool | None = None,
 ) -> float:
     r"""eps(delta) of DP-SGD releasing every iterate (tight composition, PLD accounting).
 
@@ -153,6 +170,9 @@ def composition_epsilon(
         canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
             (default $T$); only those steps are composed.
         value_discretization_interval: the PLD grid spacing, > 0.
+        progress: a tqdm bar (stderr) over the accountant's three stages (build one
+            step, compose, compose with the identity), its title an up-front estimate of
+            the time; default: when that estimate exceeds 5 s (small sigma, fine grid).
 
     Returns:
         eps >= 0.
@@ -175,7 +195,8 @@ def composition_epsilon(
         # arXiv:1905.02383): the closed form, with no grid (a PLD grid at T = 10^6,
         # sigma = 0.05 would need 29 TiB).
         return gdp_epsilon(delta, math.sqrt(n) / sigma)
-    return max(_pld_epsilon(q, sigma, n, vdi, delta), 0.0)
+    with _stage_bar(q, sigma, n, vdi, progress) as bar:
+        return max(_pld_epsilon(q, sigma, n, vdi, delta, bar), 0.0)
 
 
 def composition_delta(
@@ -186,6 +207,7 @@ def composition_delta(
     *,
     canary_steps=None,
     value_discretization_interval=_VDI,
+    progress: bool | None = None,
 ) -> float:
     r"""delta(eps) of DP-SGD releasing every iterate (tight composition, PLD accounting).
 
@@ -198,6 +220,7 @@ def composition_delta(
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$ (default $T$).
         value_discretization_interval: the PLD grid spacing, > 0.
+        progress: as in `composition_epsilon`.
 
     Returns:
         delta in [0, 1].
@@ -212,7 +235,8 @@ def composition_delta(
     )
     if q == 1.0:  # exact: sqrt(n)/sigma-GDP, as in composition_epsilon
         return gdp_delta(eps, math.sqrt(n) / sigma)
-    delta = float(_pld(q, sigma, n, vdi).get_delta_for_epsilon(eps))
+    with _stage_bar(q, sigma, n, vdi, progress) as bar:
+        delta = float(_pld(q, sigma, n, vdi, bar).get_delta_for_epsilon(eps))
     # The accountant's pessimistic rounding can pass 1 by ~1e-10 where the exact delta is
     # within rounding of 1 (eps = 0, q = 0.99, sigma = 0.2, n = 50: 1 + 1.9e-10); 1 is
     # then the (valid, tight) answer. Anything further from [0, 1] is an error.
@@ -254,10 +278,10 @@ def _settle(g, r: float, slope: float, tol: float, max_tries: int = 10) -> float
     """sigma with g(sigma) <= 0 < g(sigma - tol), searched around the estimate r.
 
     Each try evaluates g at r + 0.45 tol and, when the slope puts the root within tol
-    below, at r - 0.55 tol (an interval of width tol that holds r); a miss moves r by regula falsi between the nearest points of either sign
-    (or a secant step when all points have one sign). After `max_tries` misses, plain
-    bisection on the bracket found; it returns `hi` with g(hi) <= 0 and g(lo) > 0 for some
-    lo in [hi - tol, hi).
+    below, at r - 0.55 tol (an interval of width tol that holds r); a miss moves r by
+    regula falsi between the nearest points of either sign (or a secant step when all
+    points have one sign). After `max_tries` misses, plain bisection on the bracket found;
+    it returns `hi` with g(hi) <= 0 and g(lo) > 0 for some lo in [hi - tol, hi).
     """
     known: dict[float, float] = {}
 
@@ -449,9 +473,15 @@ def calibrate_noise_multiplier(
     key = (target, delta, steps, q, n, vdi, tol)
     if q == 1.0:
         return _CALIBRATED.get_or(key, lambda: _calibrate_gaussian(target, delta, n, tol))
-    return _CALIBRATED.get_or(
-        key, lambda: _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress)
-    )
+    try:
+        return _CALIBRATED.get_or(
+            key, lambda: _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress)
+        )
+    except DeltaOutOfReachError as err:
+        raise DeltaOutOfReachError(
+            f"calibrate_noise_multiplier: delta={delta!r} is out of the PLD accountant's "
+            f"reach ({err})"
+        ) from None
 
 
 def bounds_for(accounting: Accounting, delta) -> dict[str, float]:

@@ -27,10 +27,18 @@ from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld import privacy_loss_mechanism as plm
 
-__all__ = ["composed_pld", "gaussian_pld", "grid_size", "MAX_GRID_POINTS"]
+__all__ = [
+    "MAX_GRID_POINTS",
+    "check_grid",
+    "composed_pld",
+    "gaussian_pld",
+    "grid_size",
+    "smallest_sigma",
+]
 
-#: Largest number of grid points of one step's PLD (8 bytes each, ~4 copies in flight).
-MAX_GRID_POINTS = 200_000_000
+#: Largest number of grid points of one step's PLD (8 bytes each, several copies in
+#: flight: ~2 GB at the limit; about a minute per run on a 2-core machine).
+MAX_GRID_POINTS = 50_000_000
 
 
 def _privacy_losses(q: float, sigma: float):
@@ -54,6 +62,16 @@ def grid_size(q: float, sigma: float, vdi: float) -> int:
         lo, hi = _grid(loss, vdi)
         total += hi - lo + 1
     return total
+
+
+def smallest_sigma(q: float, vdi: float) -> float:
+    """The smallest noise multiplier (to 1%) whose one-step grid fits `MAX_GRID_POINTS`
+    (bisection on `grid_size`, which decreases in sigma)."""
+    lo, hi = 1e-12, 1e3
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if grid_size(q, mid, vdi) <= MAX_GRID_POINTS else (mid, hi)
+    return hi
 
 
 def _inverse_privacy_loss(loss: plm.GaussianPrivacyLoss, eps: np.ndarray) -> np.ndarray:
@@ -153,19 +171,25 @@ def gaussian_pld(sigma: float, q: float, vdi: float) -> pld_lib.PrivacyLossDistr
         ValueError: if the grid would exceed `MAX_GRID_POINTS` (noise_multiplier too
             small for this discretization).
     """
+    check_grid(q, sigma, vdi)
     losses = _privacy_losses(q, sigma)
+    pmf_remove = _single_pmf(losses[0], vdi)
+    if q == 1.0:
+        return pld_lib.PrivacyLossDistribution(pmf_remove)
+    return pld_lib.PrivacyLossDistribution(pmf_remove, _single_pmf(losses[1], vdi))
+
+
+def check_grid(q: float, sigma: float, vdi: float) -> None:
+    """Raises the ValueError of `gaussian_pld` when one step's grid would be too large."""
     size = grid_size(q, sigma, vdi)
     if size > MAX_GRID_POINTS:
         raise ValueError(
             f"noise_multiplier={sigma!r} is too small for the PLD accountant at "
             f"value_discretization_interval={vdi!r}: one step's privacy-loss grid would "
-            f"hold {size:.3g} points (at most {MAX_GRID_POINTS:.0e}); use a larger "
-            "noise_multiplier or a coarser value_discretization_interval"
+            f"hold {size:.3g} points (at most {MAX_GRID_POINTS:.0e}); noise_multiplier "
+            f"must be >= {smallest_sigma(q, vdi):.3g} at this grid and sampling_prob "
+            "(or use a coarser value_discretization_interval)"
         )
-    pmf_remove = _single_pmf(losses[0], vdi)
-    if q == 1.0:
-        return pld_lib.PrivacyLossDistribution(pmf_remove)
-    return pld_lib.PrivacyLossDistribution(pmf_remove, _single_pmf(losses[1], vdi))
 
 
 def composed_pld(

@@ -314,3 +314,68 @@ def test_bounds_for_rejects_other_records():
 def test_invalid_inputs_name_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------------------
+# The fast calibration path against the reference (dp_accounting called directly)
+
+
+def accountant_epsilon(delta, q, sigma, n, vdi):
+    """dp_accounting's PLDAccountant on n Poisson-subsampled Gaussian steps, called
+    directly (no code of advsim.bounds in the way)."""
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
+    event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
+    acc.compose(dp_event.SelfComposedDpEvent(event, n))
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize(
+    ("target", "T", "q", "vdi"), [(2.0, 10, 0.1, 1e-3), (8.0, 5, 0.01, 1e-3), (1.0, 3, 0.5, 1e-2)]
+)
+def test_calibration_contract_and_dp_accounting(target, T, q, vdi):
+    # The contract, literally: eps(sigma) <= target < eps(sigma - tol), both epsilons
+    # dp_accounting's own (equal to composition_epsilon, whose numbers the search used).
+    delta, tol = 1e-5, 1e-6
+    sigma = calibrate_noise_multiplier(target, delta, T, q, value_discretization_interval=vdi)
+    at, below = (accountant_epsilon(delta, q, s, T, vdi) for s in (sigma, sigma - tol))
+    assert at <= target < below
+    comp = composition_epsilon(delta, T, q, sigma, value_discretization_interval=vdi)
+    assert comp == pytest.approx(at, rel=1e-9)
+
+
+def test_bounds_for_reuses_the_calibration(monkeypatch):
+    # After calibration, bounds_for's composition epsilon and a second calibration with
+    # the same arguments (another cell of a sweep) run no PLD at all.
+    import advsim.bounds._composition as comp_mod
+
+    sigma = calibrate_noise_multiplier(2.0, 1e-5, 3, 0.1)
+    expected = accountant_epsilon(1e-5, 0.1, sigma, 3, 1e-4)
+
+    def no_pld(*args, **kwargs):
+        raise AssertionError("a PLD was built again")
+
+    monkeypatch.setattr(comp_mod, "composed_pld", no_pld)
+    assert calibrate_noise_multiplier(2.0, 1e-5, 3, 0.1) == sigma
+    acc = Accounting(steps=3, sampling_prob=0.1, noise_multiplier=sigma, canary_steps=(1, 2, 3))
+    b = bounds_for(acc, 1e-5)
+    assert b["composition"] == expected <= 2.0
+
+
+def test_calibration_q_one_is_the_closed_form_contract():
+    # q = 1: composition_epsilon is sqrt(n)/sigma-GDP exactly; the contract holds for it.
+    sigma = calibrate_noise_multiplier(1.5, 1e-6, 40, 1.0, tol=1e-9)
+    assert composition_epsilon(1e-6, 40, 1.0, sigma) <= 1.5
+    assert composition_epsilon(1e-6, 40, 1.0, sigma - 1e-9) > 1.5
+
+
+def test_extreme_delta_and_sigma_give_clear_errors():
+    # dp_accounting's PLD keeps >= 1e-15 at infinite loss (tail truncation): delta = 1e-300
+    # is a ValueError giving the range (also a RuntimeError, as before), not a brentq error.
+    with pytest.raises(ValueError, match=r"delta=1e-300 is out of.*delta must be in \("):
+        calibrate_noise_multiplier(1.0, 1e-300, 10, 0.1)
+    with pytest.raises(RuntimeError, match="epsilon inf"):
+        composition_epsilon(1e-300, 10, 0.1, 1.0, value_discretization_interval=1e-2)
+    # sigma = 1e-9: a grid of 1e22 points; dp_accounting fails with numpy's "Maximum allowed
+    # size exceeded", here a ValueError naming noise_multiplier and its range.
+    with pytest.raises(ValueError, match=r"noise_multiplier=1e-09 .*must be >= 0\.01"):
+        composition_epsilon(1e-5, 10, 0.1, 1e-9)
