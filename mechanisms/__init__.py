@@ -1,15 +1,15 @@
 """Mechanisms: one file per construction; a new counterexample is a new file here."""
 
-from advsim.mechanisms.gradient_canary import GradientCanary, logistic_dataset
-from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
-from advsim.mechanisms.landscape import (
-    ThresholdLandscape,
+from advsim.bounds._landscape import (  # the exact laws of ThresholdLandscape's release
     landscape_epsilon,
     landscape_epsilon_curve,
     two_step_density,
     two_step_epsilon,
     two_step_gdp_curve,
 )
+from advsim.mechanisms.gradient_canary import GradientCanary, logistic_dataset
+from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
+from advsim.mechanisms.landscape import ThresholdLandscape
 from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.regularizers import (

@@ -36,7 +36,7 @@ is one Gaussian mechanism of sensitivity C and noise $\sigma C$: $\mu = 1/\sigma
 every T (the step sizes do not enter the accounting).
 
 The exact laws of $\theta_T$ live in `advsim.bounds` (`advsim/bounds/_landscape.py`, whose
-docstring says what they show) and are re-exported here: `two_step_density`,
+docstring says what they show; they stay importable from here): `two_step_density`,
 `two_step_epsilon`, `two_step_gdp_curve` at T = 2 in closed form (the reference for the
 Algorithm-5 threshold search, `advsim.adversaries.ThresholdSearch`), and
 `landscape_masses`, `landscape_epsilon`, `landscape_epsilon_curve` at any T on a grid. In
@@ -62,29 +62,18 @@ from advsim._mechanism import (
     as_traced_float,
 )
 from advsim._validation import check_finite, check_int
-from advsim.bounds._landscape import (
-    ORIENTATIONS,
-    hockey_stick_epsilon,
-    landscape_epsilon,
-    landscape_epsilon_curve,
-    landscape_masses,
-    two_step_density,
-    two_step_epsilon,
-    two_step_gdp_curve,
-    two_step_tradeoff,
-)
+from advsim.bounds import _landscape
+from advsim.bounds._landscape import ORIENTATIONS
 
-__all__ = [
-    "ThresholdLandscape",
-    "hockey_stick_epsilon",
-    "landscape_epsilon",
-    "landscape_epsilon_curve",
-    "landscape_masses",
-    "two_step_density",
-    "two_step_epsilon",
-    "two_step_gdp_curve",
-    "two_step_tradeoff",
-]
+__all__ = ["ThresholdLandscape"]
+
+
+def __getattr__(name: str):
+    # The exact-law analysis moved to advsim.bounds; `advsim.mechanisms.landscape.X` and
+    # `from advsim.mechanisms.landscape import X` keep working for its names.
+    if name in _landscape.__all__:
+        return getattr(_landscape, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ThresholdLandscape(AbstractThresholdLandscape):
