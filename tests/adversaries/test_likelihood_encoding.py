@@ -8,7 +8,6 @@ integration on a fine grid.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -17,14 +16,6 @@ from scipy.stats import norm
 import advsim
 from advsim.adversaries import LikelihoodSumDecoder
 from advsim.mechanisms import LikelihoodEncodingLoss, LinearProcess
-
-
-@pytest.fixture
-def x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
 
 
 def _llr(v, q, sigma):

@@ -37,15 +37,7 @@ class _Offset(AbstractMechanism):
     params: DPSGDParams
 
     def __init__(self):
-        self.params = DPSGDParams(
-            steps=3,
-            sampling_prob=0.5,
-            noise_multiplier=1.0,
-            clip_norm=2.0,
-            learning_rate=1.0,
-            batching="poisson",
-            canary_schedule=CanarySchedule(),
-        )
+        self.params = DPSGDParams(3, 0.5, 1.0, clip_norm=2.0)  # Poisson, every step
 
     def init_model(self):
         return jnp.asarray([0.5, -1.0], jnp.float32)

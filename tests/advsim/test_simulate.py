@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import advsim
-from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule, NonFiniteScoresError
+from advsim import AbstractAdversary, AbstractMechanism, NonFiniteScoresError
 from advsim._mechanism import DPSGDParams
 from advsim.adversaries import ProjectionScore
 from advsim.mechanisms import LinearProcess
@@ -102,15 +102,7 @@ class _NeedsX64(AbstractMechanism):
     requires_x64 = True
 
     def __init__(self):
-        self.params = DPSGDParams(
-            steps=2,
-            sampling_prob=0.5,
-            noise_multiplier=1.0,
-            clip_norm=1.0,
-            learning_rate=1.0,
-            batching="poisson",
-            canary_schedule=CanarySchedule(),
-        )
+        self.params = DPSGDParams(2, 0.5, 1.0)  # Poisson, every step
 
     def init_model(self):
         return jnp.zeros(1)

@@ -21,14 +21,6 @@ from advsim.mechanisms import LikelihoodEncodingLoss
 from advsim.mechanisms.likelihood_encoding import encoding_scale, step_log_likelihood_ratio
 
 
-@pytest.fixture
-def x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
-
-
 def test_refuses_float32_with_the_reason():
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", False)
@@ -205,20 +197,27 @@ def test_engine_matches_numpy_reference_and_decodes_the_exact_sum(runs, canary_i
     assert abs(d["counts"].mean() - 1e9) < 5 * np.sqrt(1e10 * 0.1 * 0.9 / d["counts"].size)
 
 
+def _figure2_draws(seed: int):
+    """One set of draws (noise, canary coins, Binomial(10^10, q) counts) of 400 runs at the
+    eps = 10 setting of Figure 2 (q = 0.1, T = 100, sigma = 0.8369, s = 10), for
+    `_reference`."""
+    rng = np.random.default_rng(seed)
+    q, steps, sigma, runs = 0.1, 100, 0.8369, 400
+    noise = rng.normal(size=(runs, steps))
+    coin = rng.random((runs, steps)) < q
+    counts = rng.binomial(10**10, q, (runs, steps))
+    return (noise, coin, counts), dict(q=q, sigma=sigma, s=10.0, n=q * 1e10, canary_in=True)
+
+
 def test_float32_breaks_the_decoding():
     # The same draws through the same recursion in float64 and float32 at the eps = 10
     # setting of Figure 2 (q = 0.1, T = 100, sigma = 0.8369): float64 decodes the exact
     # sum of the rounded tests in every run; float32 (v known to ~5e-4 once |theta| ~ 1e4,
     # n_t g inexact) decodes a wrong sum in several percent of the runs (measured 5.5%),
     # and a wrong sum is a wrong score in the tail that sets eps.
-    rng = np.random.default_rng(0)
-    q, steps, sigma, runs = 0.1, 100, 0.8369, 400
-    noise = rng.normal(size=(runs, steps))
-    coin = rng.random((runs, steps)) < q
-    counts = rng.binomial(10**10, q, (runs, steps))
-    kw = dict(q=q, sigma=sigma, s=10.0, n=q * 1e10, canary_in=True)
-    _, o64, exact = _reference(noise, coin, counts, dtype=np.float64, **kw)
-    _, o32, _ = _reference(noise, coin, counts, dtype=np.float32, **kw)
+    draws, kw = _figure2_draws(seed=0)
+    _, o64, exact = _reference(*draws, dtype=np.float64, **kw)
+    _, o32, _ = _reference(*draws, dtype=np.float32, **kw)
     assert np.all(np.abs(o64 - exact) < 1e-9)
     assert np.mean(np.abs(o32 - o64) > 5e-3) > 0.02
 
@@ -229,14 +228,9 @@ def test_batch_fluctuation_effect_is_small():
     # changes a rounded test now and then. Measured at q = 0.1, T = 100, sigma = 0.84:
     # the decoded sums differ in ~75% of runs, by 0.014 on average (max 0.12), against a
     # spread of the scores of ~2: a small extra noise, as the module docstring states.
-    rng = np.random.default_rng(1)
-    q, steps, sigma, runs = 0.1, 100, 0.8369, 400
-    noise = rng.normal(size=(runs, steps))
-    coin = rng.random((runs, steps)) < q
-    counts = rng.binomial(10**10, q, (runs, steps))
-    kw = dict(q=q, sigma=sigma, s=10.0, n=q * 1e10, canary_in=True, dtype=np.float64)
-    _, real, _ = _reference(noise, coin, counts, **kw)
-    _, ideal, _ = _reference(noise, coin, counts, ideal=True, **kw)
+    draws, kw = _figure2_draws(seed=1)
+    _, real, _ = _reference(*draws, dtype=np.float64, **kw)
+    _, ideal, _ = _reference(*draws, ideal=True, dtype=np.float64, **kw)
     diff = np.abs(real - ideal)
     assert diff.max() < 0.3
     assert diff.mean() < 0.01 * ideal.std()
