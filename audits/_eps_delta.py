@@ -66,11 +66,9 @@ class EpsDeltaAudit(AbstractThresholdAudit):
     runs to certify a large eps (the bound is at most about `log(n / log(1/alpha))`).
 
     Attributes:
-        confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (rigorous) or `"same"` (optimistic).
-        seed: seed for the split.
-        min_count: the point estimate needs at least this many false positives and
-            false negatives at the threshold.
+        confidence, threshold_selection, seed, min_count: those of every threshold audit
+            (`AbstractThresholdAudit`); `"split"` makes `eps_lower` rigorous, `"same"`
+            optimistic.
 
     Example:
         >>> import numpy as np

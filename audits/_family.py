@@ -159,11 +159,8 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
     `eps_lower` assumption-free.
 
     Attributes:
-        confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (held out) or `"same"` (optimistic).
-        seed: seed for the split.
-        min_count: least number of false positives and of false negatives at the
-            threshold for the point estimate.
+        confidence, threshold_selection, seed, min_count: those of every threshold audit
+            (`AbstractThresholdAudit`).
         assumption_level: level of the held-out test of the family assumption (default
             0.05: a true assumption is rejected with probability at most 5%).
 
