@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["atomic_path", "provenance", "write_csv", "write_json"]
+__all__ = ["atomic_path", "git_commit", "package_version", "provenance", "write_csv", "write_json"]
 
 _PACKAGES = ("advsim", "jax", "jaxlib", "equinox", "numpy", "scipy", "dp-accounting", "matplotlib")
 
@@ -79,20 +79,52 @@ def _fmt(value):
     return value
 
 
-def _git_commit() -> str:
-    """The commit of the advsim source tree, if it is a git checkout, else 'unknown'."""
-    here = Path(__file__).resolve().parent
+#: Written into the built package by `setup.py` (the commit of the tree it was built from);
+#: absent in a source checkout, where git answers instead.
+_BUILD_INFO = "_build_info"
+
+
+def _run_git(here: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=True
+    ).stdout.strip()
+
+
+def _checkout_commit(here: Path) -> str | None:
+    """The commit of the git checkout that `here` is tracked in (with "+dirty" if tracked
+    files differ from it), or None: not a checkout, or `here` is not tracked there (an
+    installed copy inside some other repository's ignored folder, such as a venv)."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
-        ).stdout.strip()
-        return out + ("+dirty" if dirty else "")
+        if not _run_git(here, "ls-files", "--", "__init__.py"):
+            return None
+        commit = _run_git(here, "rev-parse", "HEAD")
+        dirty = _run_git(here, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def git_commit() -> str:
+    """The commit advsim was run from: its git checkout's (an editable install, or the
+    source tree on the path), else the one recorded when the installed package was built
+    (`pip install .` from a clone), else "unknown" (e.g. built from an archive without git).
+    """
+    here = Path(__file__).resolve().parent
+    commit = _checkout_commit(here)
+    if commit is not None:
+        return commit
+    try:
+        from advsim import _build_info  # generated at build time; absent in a checkout
+    except ImportError:
+        return "unknown"
+    return getattr(_build_info, "GIT_COMMIT", None) or "unknown"
+
+
+def package_version() -> str:
+    """advsim's installed version (package metadata), or "unknown" when not installed."""
+    try:
+        return metadata.version("advsim")
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 
@@ -111,7 +143,7 @@ def provenance(config: Mapping | None = None) -> dict:
         "config": dict(config or {}),
         "command": sys.argv,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "versions": versions,
         "python": platform.python_version(),
         "platform": platform.platform(),

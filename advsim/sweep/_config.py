@@ -205,7 +205,8 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     """Reads a TOML sweep config (with the standard library's `tomllib`: data, never code).
 
     Raises:
-        ValueError: invalid TOML or config, with the file, key, value and valid range.
+        ValueError: a missing or unreadable file, invalid TOML or config, with the file,
+            key, value and valid range.
     """
     path = Path(path)
     try:
@@ -213,6 +214,15 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a text (UTF-8) TOML file: {err}") from None
+    except FileNotFoundError:
+        raise ValueError(
+            f"sweep config {path} does not exist; give the path of a TOML file (examples: "
+            "scripts/configs/*.toml)"
+        ) from None
+    except OSError as err:
+        raise ValueError(f"cannot read sweep config {path}: {err.strerror or err}") from None
     try:
         return parse_config(data)
     except ValueError as err:

@@ -3,6 +3,7 @@ a local or a Ray executor, writing through the cell store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -175,6 +176,10 @@ def run_sweep(
     cells_dir = out / CELLS_DIR
     run_path = out / RUN_FILE
     cells = config.cells()
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"{out} is an existing file, not a folder; choose another --out folder")
+    if executor == "ray":
+        _import_ray()  # before anything is written: a missing Ray leaves no folder behind
 
     if run_path.exists():
         old = load_run_config(out)
@@ -190,32 +195,67 @@ def run_sweep(
                 "with the config in its run.json, or choose a new --out folder"
             )
         meta = json.loads(run_path.read_text())
+        fresh = []
     elif cells_dir.exists() and any(cells_dir.glob("*.json")):
         raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
     else:
         meta = provenance(config.to_dict())
         meta["sessions"] = []
+        # What this session creates; removed again if it fails before finishing a cell.
+        fresh = [p for p in (cells_dir, out, *out.parents) if not p.exists()]
     cells_dir.mkdir(parents=True, exist_ok=True)
 
     # Leftovers of writes killed mid-way: by construction incomplete, never read.
     for tmp in cells_dir.glob(".*.tmp"):
         tmp.unlink()
-    expected = {c.cell_id: c for c in cells}
-    results: dict[str, dict] = {}
-    for path in sorted(cells_dir.glob("*.json")):
-        cell = expected.get(path.stem)
-        if cell is None:
-            raise SweepError(
-                f"cell file {path} is not a cell of this sweep's config; move it away"
-            )
-        results[cell.cell_id] = read_cell(path, cell, config.swept)
+    results = _read_cells(cells_dir, cells, config)
 
     pending = [c for c in cells if c.cell_id not in results]
     meta["sessions"].append(_session(executor, len(results)))
     meta["cells"] = len(cells)
     meta["complete"] = False
     write_json(run_path, meta)
+    try:
+        return _run_pending(config, out, cells, pending, results, meta, progress, executor,
+                            ray_address)
+    except BaseException:
+        if fresh and not any(cells_dir.glob("*.json")):
+            # Nothing finished in a folder this session made: leave nothing behind, so
+            # that the same command can simply be run again.
+            run_path.unlink(missing_ok=True)
+            for path in fresh:
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only if empty
+        raise
 
+
+def _read_cells(cells_dir: Path, cells: Sequence[Cell], config: SweepConfig) -> dict:
+    """The finished cells' results, every file verified; all damaged files are reported at
+    once (one SweepError naming each), never used."""
+    expected = {c.cell_id: c for c in cells}
+    results: dict[str, dict] = {}
+    problems = []
+    for path in sorted(cells_dir.glob("*.json")):
+        cell = expected.get(path.stem)
+        if cell is None:
+            problems.append(f"cell file {path} is not a cell of this sweep's config; move it away")
+            continue
+        try:
+            results[cell.cell_id] = read_cell(path, cell, config.swept)
+        except SweepError as err:
+            problems.append(str(err))
+    if len(problems) == 1:
+        raise SweepError(problems[0])
+    if problems:
+        raise SweepError(
+            f"{len(problems)} damaged cell files in {cells_dir} (delete them to recompute "
+            "those cells): " + " | ".join(problems)
+        )
+    return results
+
+
+def _run_pending(config, out, cells, pending, results, meta, progress, executor, address):
+    cells_dir = out / CELLS_DIR
     bar = tqdm(
         total=len(cells), initial=len(results), unit="cell", desc="sweep",
         disable=not progress, dynamic_ncols=True,
@@ -236,20 +276,31 @@ def run_sweep(
                 bar.set_postfix_str(_short(config, cell), refresh=True)
                 try:
                     result = run_cell(config, cell, progress=None if progress else False)
-                except Exception as err:
+                except (ValueError, TypeError, ArithmeticError) as err:
+                    # Parameters out of a computation's reach: the user's to change.
+                    kept = (
+                        f"; the {len(results)} finished cells are kept in {cells_dir}"
+                        if results else ""
+                    )
                     raise SweepError(
                         f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed: "
-                        f"{err}; the {len(results)} finished cells are kept in {cells_dir}"
+                        f"{err}{kept}"
                     ) from err
+                except Exception as err:  # a bug: keep its traceback, say which cell
+                    err.add_note(
+                        f"advsim sweep: while running cell {cell.cell_id} "
+                        f"{describe(cell.params, config.swept)}"
+                    )
+                    raise
                 finished(cell, result)
         elif pending:
-            _run_ray(config, pending, finished, ray_address)
+            _run_ray(config, pending, finished, address)
 
     rows = table_rows(config, cells, results)
     write_table(out, config, rows)
     meta["complete"] = True
     meta["sessions"][-1]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    write_json(run_path, meta)
+    write_json(out / RUN_FILE, meta)
     return rows
 
 
@@ -257,13 +308,18 @@ def _short(config: SweepConfig, cell: Cell) -> str:
     return ", ".join(f"{k}={cell.params[k]}" for k in config.swept if k in cell.params)
 
 
-def _run_ray(config: SweepConfig, pending: Sequence[Cell], finished, address) -> None:
+def _import_ray():
     try:
         import ray
     except ImportError:
         raise SweepError(
-            "executor='ray' needs Ray: pip install 'advsim[ray]'"
+            "executor='ray' (--ray) needs Ray: pip install 'advsim[ray]', or run without --ray"
         ) from None
+    return ray
+
+
+def _run_ray(config: SweepConfig, pending: Sequence[Cell], finished, address) -> None:
+    ray = _import_ray()
     if not ray.is_initialized():
         ray.init(address=address)
     remote = ray.remote(_run_cell_remote)

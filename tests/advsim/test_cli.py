@@ -21,7 +21,9 @@ def test_bound_prints_the_three_bounds(capsys):
 def test_bound_rejects_bad_sampling_prob(capsys):
     code = main(["bound", "--steps", "10", "--sampling-prob", "1.5", "--noise-multiplier", "1"])
     assert code == 2
-    assert "sampling_prob must be in (0, 1], got 1.5" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "advsim bound: error: --sampling-prob must be in (0, 1], got 1.5\n"
+    )
 
 
 def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
@@ -54,10 +56,12 @@ def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
     assert row["composition"] == pytest.approx(4.0, rel=2e-2)
 
 
-def test_audit_rejects_both_sigma_and_target(tmp_path):
-    with pytest.raises(SystemExit):
-        main(["audit", "--steps", "10", "--target-epsilon", "4", "--noise-multiplier", "1",
-              "--out", str(tmp_path)])
+def test_audit_rejects_both_sigma_and_target(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["audit", "--steps", "10", "--target-epsilon", "4", "--noise-multiplier", "1",
+                 "--out", str(out)]) == 2
+    assert "either --noise-multiplier or --target-epsilon" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path, capsys):
