@@ -305,6 +305,22 @@ def test_damaged_cell_file_is_named_on_resume(tmp_path, capsys, damage, message)
     assert str(path) in capsys.readouterr().err
 
 
+def test_every_damaged_cell_file_is_named_at_once(tmp_path, capsys):
+    """A resume reports all damaged files in one message (not one per run), and uses none."""
+    out = tmp_path / "s"
+    rows = run_sweep(_bounds_config(steps=(1, 2, 3)), out, progress=False)
+    paths = [out / "cells" / f"{r['cell_id']}.json" for r in rows]
+    paths[0].write_text("")
+    paths[2].write_text(paths[2].read_text().replace('"heuristic": ', '"heuristic": 1'))
+    with pytest.raises(SweepError) as err:
+        run_sweep(_bounds_config(steps=(1, 2, 3)), out, resume=True, progress=False)
+    message = str(err.value)
+    assert message.startswith("2 damaged cell files in ")
+    assert str(paths[0]) in message and "partially written" in message
+    assert str(paths[2]) in message and "checksum does not match" in message
+    assert str(paths[1]) not in message
+
+
 def test_foreign_cell_file_is_refused(tmp_path):
     out = tmp_path / "s"
     run_sweep(_bounds_config(), out, progress=False)
