@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from advsim._validation import (
     check_delta,
@@ -179,6 +180,18 @@ def heuristic_delta(
     """
     eps = check_nonnegative("eps", eps)
     steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    # Far out, delta is below the smallest double: the privacy loss is at most z u with
+    # z = n / (sqrt(T) sigma) the largest atom in noise units, so delta_+(eps) <=
+    # P(Y / s >= eps / z) <= Phi(z - eps / z), below Phi(-40) < 1e-349 once
+    # eps >= z (z + 40); delta_- vanishes for eps >= -log p0 = -n log(1 - q) (P >= p0 Q),
+    # and for q = 1 (one Gaussian) equals delta_+. Answering 0 there also keeps the solver
+    # (and its overflows) away from eps ~ 1e308.
+    z = n / (math.sqrt(steps) * sigma)
+    far = z * (z + 40.0)
+    if q < 1.0:
+        far = max(far, -n * math.log1p(-q))
+    if eps >= far:
+        return 0.0
     return float(_single(steps, n, q, sigma).delta(eps)[0])
 
 
@@ -267,30 +280,163 @@ def heuristic_epsilon_curve(delta, steps, sampling_prob, noise_multiplier) -> np
     return out.reshape(steps_arr.shape)
 
 
-def heuristic_epsilon_max_over_steps(delta, steps, sampling_prob, noise_multiplier) -> float:
+# Relative share of delta that the atom cut of `heuristic_epsilon_max_over_steps` may drop
+# (2^-52: the epsilons move by ~1e-16 relative, ~1e-13 where eps(delta) is steep).
+_CUT_RHO = 2.0**-52
+# A block of steps is skipped when its bound is below the best epsilon by this factor
+# (covers the solver's ~1e-14 relative rounding).
+_SKIP_MARGIN = 1e-12
+# Evaluated steps per block split in the max over steps.
+_SPLIT = 4
+
+
+def _cut_log_tol(delta: float, n_max: int) -> float:
+    r"""The atom cut tied to delta: at most $n + 1$ atoms are dropped, each below
+    $e^{-L} \max_k p_k \le e^{-L}$, so the dropped mass is $\le (n + 1) e^{-L} =
+    \rho\delta$ for $L = \log(n + 1) - \log(\rho\delta)$ (capped at `_LOG_TOL`)."""
+    return min(_LOG_TOL, math.log(n_max + 1.0) - math.log(_CUT_RHO * delta))
+
+
+def _upper_epsilons(delta: float, counts, steps, q: float, sigma: float) -> np.ndarray:
+    r"""Upper bounds on eps(delta) of $\mathrm{Binomial}(c_i, q) + \mathcal{N}(0, s_i\sigma^2)$
+    against $\mathcal{N}(0, s_i\sigma^2)$ for rows $(c_i, s_i)$, with atoms cut by
+    `_cut_log_tol`.
+
+    Cutting mass $m \le \rho\delta$ from $P = (1 - m) P' + m R$ ($P'$ the renormalised
+    kept atoms) gives $H_\gamma(P, Q) \le H_\gamma(P', Q) + m$ and
+    $H_\gamma(Q, P) \le H_{\gamma(1 - m)}(Q, P') \le \min(H_\gamma(Q, P') + \gamma m,\,
+    H_{\gamma'}(Q, P'))$ with $\log\gamma' = \log\gamma + \log(1 - m)$. So, with
+    $\varepsilon_2 = \varepsilon'(\delta - 2m)$ (solved at $\delta(1 - 2\rho)$):
+    $\varepsilon(\delta) \le \varepsilon_2$ when $\varepsilon_2 \le \log 2$ (then
+    $e^{\varepsilon_2} m \le 2m$; an epsilon of 0 stays 0), and
+    $\varepsilon(\delta) \le \varepsilon_2 - \log(1 - \rho\delta)$ otherwise.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    steps = np.asarray(steps, dtype=np.int64)
+    out = np.empty(counts.size)
+    if counts.size == 0:
+        return out
+    log_tol = _cut_log_tol(delta, int(counts.max()))
+    order = np.argsort(counts, kind="stable")
+    atoms = [_binomial_log_atoms(int(counts[i]), q, log_tol) for i in order]
+    solve_at = delta * (1.0 - 2.0 * _CUT_RHO)
+    raise_by = -math.log1p(-_CUT_RHO * delta)
+    start = 0
+    while start < order.size:
+        stop, width = start + 1, atoms[start][0].size
+        while stop < order.size:
+            w = max(width, atoms[stop][0].size)
+            if (stop + 1 - start) * w > _BLOCK_ELEMENTS:
+                break
+            stop, width = stop + 1, w
+        rows = order[start:stop]
+        batch = _heuristic_batch(steps[rows], atoms[start:stop], sigma)
+        eps = batch.epsilon(solve_at)
+        out[rows] = np.where(eps <= math.log(2.0), eps, eps + raise_by)
+        start = stop
+    return out
+
+
+def heuristic_epsilon_max_over_steps(
+    delta, steps, sampling_prob, noise_multiplier, *, progress: bool | None = None
+) -> float:
     r"""$\max_{t \le T} \varepsilon_{t,q,\sigma}(\delta)$: the heuristic over all horizons.
 
     Section 4.1 of arXiv:2410.06186: a regularizer that zeroes the model (or any
     mechanism that can forget early steps) is as private as the last $t$ steps alone, so
     the heuristic is benchmarked by its maximum over $t \le T$ (Theorem 1 for each $t$,
-    canary in all $t$ steps). Every $t = 1..T$ is evaluated (batched), none skipped.
+    canary in all $t$ steps).
+
+    **Which t are evaluated.** Every $t$ is either evaluated or skipped by a proved bound.
+    Write $\delta_{X,s}$ for the privacy profile of $\mathcal{N}(X, s^2)$ against
+    $\mathcal{N}(0, s^2)$ ($X \ge 0$). Its likelihood ratio increases in $y$, so both
+    hockey-stick divergences are suprema over half-lines, where $P_X(Y \ge u)$ grows
+    with $X$ in the usual stochastic order: $\delta_{X,s} \le \delta_{X',s}$ for
+    $X \le_{st} X'$. Adding independent noise to both outputs is post-processing:
+    $\delta_{X,s} \le \delta_{X,s'}$ for $s' \le s$. Since
+    $\mathrm{Binomial}(t, q) \le_{st} \mathrm{Binomial}(b, q)$ for $t \le b$, every $t$ in
+    a block $[a, b]$ has
+    $$\varepsilon_{t,q,\sigma}(\delta) \le E(a, b) := \varepsilon \text{ of }
+    \mathrm{Binomial}(b, q) + \mathcal{N}(0, a\sigma^2) \text{ against }
+    \mathcal{N}(0, a\sigma^2).$$
+    The search evaluates a coarse grid of $t$ (and $t = T$), bounds each gap by $E$,
+    drops the gaps whose bound is below the best epsilon found (by a margin of 1e-12
+    relative, for rounding), splits the others (a few evaluated $t$ each), and ends when
+    no gap is left. The result is the largest evaluated epsilon, so it equals the
+    maximum over every $t$ (to the solver's ~1e-14), at a cost that grows with the
+    number of $t$ near the maximum, not with $T$.
+
+    **Atom cut.** Atoms of $\mathrm{Binomial}(n, q)$ with $\log p_k < \max_j \log p_j - L$
+    are dropped, $L = \log(n + 1) - \log(\rho\delta)$ with $\rho = 2^{-52}$ (at most 800),
+    so the dropped mass is $m \le \rho\delta$; each epsilon is solved at $\delta - 2m$
+    (and, above $\log 2$, raised by $-\log(1 - m)$), which makes it an upper bound on
+    the uncut value (see `_upper_epsilons`): the cut never makes the result optimistic,
+    and moves it by ~1e-16 relative (up to ~1e-13 where eps(delta) is steep, e.g.
+    eps ~ 1e-5 at delta = 1e-300).
 
     Args:
         delta: $\delta \in (0, 1)$.
         steps: $T \ge 1$.
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
+        progress: a tqdm bar (stderr) over the search's rounds; default: when
+            $T > 2 \cdot 10^5$ (about 5 s or more).
 
     Returns:
-        The largest epsilon over $t = 1..T$.
+        The largest epsilon over $t = 1..T$ (at least `heuristic_epsilon` at $T$, exactly).
 
     Example:
         >>> round(heuristic_epsilon_max_over_steps(1e-6, 3, 0.1, 1.0), 3)
         2.222
     """
-    steps = check_int("steps", steps, minimum=1)
-    curve = heuristic_epsilon_curve(delta, np.arange(1, steps + 1), sampling_prob, noise_multiplier)
+    delta = check_delta("delta", delta)
+    big_t = check_int("steps", steps, minimum=1)
+    q = check_probability("sampling_prob", sampling_prob)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    if progress is None:
+        progress = big_t > 200_000
+
+    def exact(ts):
+        return _upper_epsilons(delta, ts, ts, q, sigma)
+
+    # Coarse grid: every t up to 64, then 64 geometric and 64 evenly spaced points.
+    grid = np.unique(
+        np.concatenate(
+            [
+                np.arange(1, min(big_t, 64) + 1),
+                np.geomspace(1, big_t, 64).round(),
+                np.linspace(1, big_t, 64).round(),
+            ]
+        ).astype(np.int64)
+    )
+    bar = tqdm(desc=f"max over t <= {big_t}", unit="t", disable=not progress, leave=False)
+    with bar:
+        evaluated = dict(zip(grid.tolist(), exact(grid).tolist(), strict=True))
+        bar.update(grid.size)
+        while True:
+            best = max(evaluated.values())
+            ts = np.array(sorted(evaluated))
+            gaps = np.flatnonzero(np.diff(ts) > 1)
+            if gaps.size == 0:
+                break
+            a, b = ts[gaps] + 1, ts[gaps + 1] - 1
+            bound = _upper_epsilons(delta, b, a, q, sigma)
+            open_ = bound > best * (1.0 - _SKIP_MARGIN)
+            if not np.any(open_):
+                break
+            a, b = a[open_], b[open_]
+            # Split each open gap by _SPLIT evaluated points (all of a small gap).
+            new = [
+                np.arange(lo, hi + 1)
+                if hi - lo + 1 <= _SPLIT
+                else np.linspace(lo, hi, _SPLIT + 2)[1:-1].round().astype(np.int64)
+                for lo, hi in zip(a.tolist(), b.tolist(), strict=True)
+            ]
+            new = np.unique(np.concatenate(new))
+            evaluated.update(zip(new.tolist(), exact(new).tolist(), strict=True))
+            bar.update(new.size)
+            bar.set_postfix(best=f"{best:.6g}", open=int(a.size))
     # t = T once more through the scalar path, so that the result is >= heuristic_epsilon
-    # exactly, not just up to the rounding of a differently padded batch.
-    last = heuristic_epsilon(delta, steps, sampling_prob, noise_multiplier)
-    return float(max(np.max(curve), last))
+    # exactly.
+    last = heuristic_epsilon(delta, big_t, q, sigma)
+    return float(max(max(evaluated.values()), last))

@@ -391,3 +391,67 @@ def test_invalid_inputs_name_the_parameter(call, match):
 def test_non_integer_steps_is_a_type_error():
     with pytest.raises(TypeError, match="steps must be an integer, got 2.5"):
         heuristic_epsilon(1e-5, 2.5, 0.1, 1.0)
+
+
+# ----------------------------------------------------------------------------------------
+# The max over steps (branch and bound over t, atom cut tied to delta) against the
+# reference: heuristic_epsilon_curve over every t (fixed cut 800, no bound, no skip).
+
+
+@pytest.mark.parametrize(
+    ("T", "q", "sigma", "delta"),
+    [
+        (1, 0.3, 1.0, 1e-5),
+        (64, 0.01, 1.0, 1e-6),
+        (300, 0.2, 0.6, 1e-10),  # eps ~ 10: the cut's raise applies
+        (500, 0.01, 1.0, 1e-5),  # eps increasing in t: the max is at T
+        (400, 0.05, 3.0, 1e-3),
+        (257, 1.0, 4.0, 1e-5),  # q = 1: one atom
+        (300, 1e-6, 100.0, 1e-300),  # eps ~ 1e-5 at the smallest delta
+        (300, 0.5, 0.3, 1e-12),
+    ],
+)
+def test_max_over_steps_equals_every_t(T, q, sigma, delta):
+    curve = heuristic_epsilon_curve(delta, np.arange(1, T + 1), q, sigma)
+    best = heuristic_epsilon_max_over_steps(delta, T, q, sigma)
+    assert best == pytest.approx(float(np.max(curve)), rel=1e-12, abs=1e-300)
+    assert best >= heuristic_epsilon(delta, T, q, sigma)
+
+
+def test_max_over_steps_finds_a_maximum_away_from_T():
+    # Section 4.1: eps_t is largest at t = 1 and dips (q = 0.01, sigma = 0.5, delta =
+    # 1e-6: 4.29 at t = 1, 1.01 at t = 21) before growing again, still below eps_1 at
+    # T = 1000 (3.40): the search must not stop at T.
+    T, q, sigma, delta = 1000, 0.01, 0.5, 1e-6
+    curve = heuristic_epsilon_curve(delta, np.arange(1, T + 1), q, sigma)
+    assert int(np.argmax(curve)) == 0 and np.min(curve) < curve[-1] < curve[0]
+    assert heuristic_epsilon_max_over_steps(delta, T, q, sigma) == pytest.approx(
+        float(np.max(curve)), rel=1e-12
+    )
+
+
+def test_max_over_steps_atom_cut_errs_upwards():
+    # The cut drops <= 2^-52 delta of Binomial mass and is corrected upwards
+    # (_upper_epsilons): never below the uncut value at t = T, where both are computed.
+    from advsim.bounds._heuristic import _upper_epsilons
+
+    for T, q, sigma, delta in [(1000, 0.01, 1.0, 1e-5), (50, 0.3, 0.5, 1e-9)]:
+        cut = _upper_epsilons(delta, [T], [T], q, sigma)[0]
+        full = heuristic_epsilon(delta, T, q, sigma)
+        assert full <= cut <= full * (1 + 1e-13)
+
+
+@pytest.mark.slow
+def test_max_over_steps_equals_every_t_at_ten_thousand():
+    T, q, sigma, delta = 10_000, 0.01, 1.0, 1e-5  # the reference takes ~10 s
+    curve = heuristic_epsilon_curve(delta, np.arange(1, T + 1), q, sigma)
+    assert heuristic_epsilon_max_over_steps(delta, T, q, sigma) == pytest.approx(
+        float(np.max(curve)), rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.1, 1.0), (1.0, 1.0), (0.1, 1e-9), (0.5, 1e-3)])
+def test_delta_at_eps_1e308_is_zero_without_warnings(q, sigma):
+    # Far beyond z (z + 40), z = n / (sqrt(T) sigma), delta is below Phi(-40) < 1e-349;
+    # the conftest turns any numpy overflow warning into an error.
+    assert heuristic_delta(1e308, 10, q, sigma) == 0.0
