@@ -7,9 +7,20 @@ Prints, in one run on this machine:
   2. raw `jax.random.normal` samples per second (one jitted call drawing many samples),
   3. their ratio (target: >= 0.5),
   4. the time of one `heuristic_epsilon` at T = 10^5 (target: < 50 ms), beside
-     dp-accounting's mixture-of-Gaussians PLD for the same T where that finishes in time.
+     dp-accounting's mixture-of-Gaussians PLD for the same T where that finishes in time,
+  5. noise calibration (`calibrate_noise_multiplier`, the README audit's defaults: target
+     eps 8, delta 1e-5, q 0.01, grid 1e-4) per T against the previous method, kept below
+     as `_reference_calibrate` (dp_accounting.calibrate_dp_mechanism with its
+     PLDAccountant, a coarse then a fine Brent search): cold (caches cleared; target
+     >= 2.5x), one audit row (calibration, then `bounds_for`'s composition epsilon,
+     which the previous method recomputed; target >= 5x), and two sweep cells at the same
+     T (each calibrates and asks `bounds_for`),
+  6. `heuristic_epsilon_max_over_steps` at T = 10^4 and 10^5 (targets < 0.5 s and < 5 s)
+     against the previous method, every t through `heuristic_epsilon_curve` (at 10^5 in
+     a subprocess, stopped after --old-max-timeout seconds).
 
 Usage: python scripts/benchmark.py [--trials 200000] [--steps 1000] [--quick]
+           [--only {all,simulation,bounds}]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
 
@@ -69,18 +80,199 @@ def _mixture_pld_eps(steps, q, sigma, delta, out):
     out.put((eps, time.perf_counter() - start))
 
 
+def _reference_calibrate(target, delta, steps, q, vdi=1e-4, tol=1e-6):
+    """The previous `calibrate_noise_multiplier` (advsim before the coarse-to-fine search
+    and the vectorised PLD), kept here as the benchmark's reference: Brent's method inside
+    dp_accounting.calibrate_dp_mechanism, with its PLDAccountant, first on a coarse grid
+    (1e-2), then on [0.93, 1.01] x the coarse answer at the requested grid."""
+    import math
+
+    import dp_accounting
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+    from scipy.optimize import brentq
+
+    from advsim.bounds import gdp_mu, heuristic_epsilon
+
+    n = steps
+    sigma_hi = 1.05 * math.sqrt(n) / gdp_mu(target, delta)
+
+    def heuristic_gap(log_sigma):
+        return heuristic_epsilon(delta, steps, q, math.exp(log_sigma), canary_steps=n) - target
+
+    hi = math.log(sigma_hi)
+    lo = hi - 1.0
+    while heuristic_gap(lo) < 0:
+        lo -= 1.0
+    sigma_lo = 0.999 * math.exp(brentq(heuristic_gap, lo, hi, xtol=1e-12, rtol=1e-12))
+
+    def event(sigma):
+        step = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
+        return dp_event.SelfComposedDpEvent(step, n)
+
+    def calibrate(lower, upper, interval, tolerance):
+        return float(
+            dp_accounting.calibrate_dp_mechanism(
+                lambda: pld_privacy_accountant.PLDAccountant(
+                    value_discretization_interval=interval
+                ),
+                event,
+                target,
+                delta,
+                bracket_interval=dp_accounting.ExplicitBracketInterval(lower, upper),
+                tol=tolerance,
+            )
+        )
+
+    sigma_c = calibrate(sigma_lo, sigma_hi, 1e-2, 1e-4 * sigma_hi)
+    try:
+        return calibrate(max(sigma_lo, 0.93 * sigma_c), min(sigma_hi, 1.01 * sigma_c), vdi, tol)
+    except ValueError:
+        return calibrate(sigma_lo, sigma_hi, vdi, tol)
+
+
+def _reference_composition(delta, steps, q, sigma, vdi=1e-4):
+    """What `bounds_for` computed after the previous calibration: a fresh PLDAccountant."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
+    step = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
+    acc.compose(dp_event.SelfComposedDpEvent(step, steps))
+    return acc.get_epsilon(delta)
+
+
+def _clear_bound_caches():
+    from advsim.bounds import _composition
+
+    for cache in (_composition._PLDS, _composition._EPSILONS, _composition._CALIBRATED):
+        cache.clear()
+
+
+def _timed(fn, *args):
+    start = time.perf_counter()
+    value = fn(*args)
+    return value, time.perf_counter() - start
+
+
+def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
+    from advsim import Accounting
+    from advsim.bounds import bounds_for, calibrate_noise_multiplier, composition_epsilon
+
+    print(
+        f"noise calibration, target eps {target:g}, delta {delta:g}, q {q:g}, grid 1e-4 "
+        "(old = previous method, new = now; ratio old / new):"
+    )
+    print(
+        f"  {'T':>5} {'sigma old':>10} {'sigma new':>10} {'cold old':>9} {'cold new':>9} "
+        f"{'ratio':>6} | {'row old':>8} {'row new':>8} {'ratio':>6} | "
+        f"{'2 cells old':>11} {'new':>6} {'ratio':>6}"
+    )
+
+    def cell(steps):  # a sweep cell with target_epsilon: calibrate, then bounds_for
+        sigma = calibrate_noise_multiplier(target, delta, steps, q)
+        acc = Accounting(steps, q, sigma, tuple(range(1, steps + 1)))
+        return bounds_for(acc, delta)["composition"], sigma
+
+    for steps in steps_list:
+        sigma_old, cal_old = _timed(_reference_calibrate, target, delta, steps, q)
+        _, comp_old = _timed(_reference_composition, delta, steps, q, sigma_old)
+        _clear_bound_caches()
+        sigma_new, cal_new = _timed(calibrate_noise_multiplier, target, delta, steps, q)
+        # the contract, on the new path's numbers (cached, so free)
+        assert composition_epsilon(delta, steps, q, sigma_new) <= target
+        _clear_bound_caches()
+        _, row_new = _timed(cell, steps)  # one audit row or sweep cell, cold
+        _, cell2_new = _timed(cell, steps)  # a second cell at the same T
+        row_old = cal_old + comp_old
+        print(
+            f"  {steps:>5} {sigma_old:>10.6f} {sigma_new:>10.6f} {cal_old:>8.2f}s "
+            f"{cal_new:>8.2f}s {cal_old / cal_new:>5.1f}x | {row_old:>7.2f}s {row_new:>7.2f}s "
+            f"{row_old / row_new:>5.1f}x | {2 * row_old:>10.2f}s {row_new + cell2_new:>5.2f}s "
+            f"{2 * row_old / (row_new + cell2_new):>5.1f}x",
+            flush=True,
+        )
+    print(
+        "  (targets: cold >= 2.5x, row >= 5x; 'row' = calibration then bounds_for's "
+        "composition epsilon, as an audit row or a sweep cell; '2 cells' = two sweep cells "
+        "at the same T)"
+    )
+
+
+def _old_max_over_steps(steps, q, sigma, delta, out):
+    from advsim.bounds import heuristic_epsilon, heuristic_epsilon_curve
+
+    start = time.perf_counter()
+    curve = heuristic_epsilon_curve(delta, np.arange(1, steps + 1), q, sigma)
+    best = max(float(np.max(curve)), heuristic_epsilon(delta, steps, q, sigma))
+    out.put((best, time.perf_counter() - start))
+
+
+def max_over_steps_rows(timeout: float, q=0.01, sigma=1.0, delta=1e-5) -> None:
+    from advsim.bounds import heuristic_epsilon_max_over_steps
+
+    heuristic_epsilon_max_over_steps(delta, 100, q, sigma)  # imports, warm caches
+    print(f"heuristic_epsilon_max_over_steps, q {q:g}, sigma {sigma:g}, delta {delta:g}:")
+    for steps, target in ((10_000, 0.5), (100_000, 5.0)):
+        new, seconds = _timed(heuristic_epsilon_max_over_steps, delta, steps, q, sigma)
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        proc = ctx.Process(target=_old_max_over_steps, args=(steps, q, sigma, delta, out))
+        proc.start()
+        proc.join(timeout)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
+            old_text = f"old (every t) > {timeout:.0f} s (stopped)"
+            ratio = f"> {timeout / seconds:.0f}x"
+        else:
+            old, old_seconds = out.get()
+            agree = abs(old - new) / old
+            old_text = f"old (every t) {old_seconds:.2f} s, relative difference {agree:.1e}"
+            ratio = f"{old_seconds / seconds:.0f}x"
+        print(
+            f"  T={steps:>6}: eps = {new:.10g} in {seconds:.3f} s (target < {target:g} s); "
+            f"{old_text}; ratio {ratio}",
+            flush=True,
+        )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000, help="runs per world")
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--pld-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--old-max-timeout",
+        type=float,
+        default=300.0,
+        help="seconds allowed to the previous max-over-steps method at T = 10^5",
+    )
+    parser.add_argument(
+        "--calibration-steps",
+        type=int,
+        nargs="+",
+        default=None,
+        help="T values of the calibration rows (default: the README audit's DEFAULT_STEPS; "
+        "--quick: 1 100 1000)",
+    )
+    parser.add_argument(
+        "--only", choices=("all", "simulation", "bounds"), default="all", help="which rows"
+    )
     parser.add_argument("--quick", action="store_true", help="fewer runs, fewer repeats")
     args = parser.parse_args(argv)
     trials, repeats = (20_000, 1) if args.quick else (args.trials, 3)
 
     from advsim.bounds import heuristic_epsilon
+    from advsim.experiment import DEFAULT_STEPS
 
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
+    if args.only in ("all", "bounds"):
+        cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)
+        calibration_rows(cal_steps)
+        max_over_steps_rows(args.old_max_timeout)
+    if args.only == "bounds":
+        return
     sim = simulation_rate(trials, args.steps, repeats)
     raw = raw_normal_rate(2 * trials * args.steps // 20, repeats)
     print(f"simulation, linear 1-D, T={args.steps}: {sim:.3e} trial-steps/s")
