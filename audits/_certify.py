@@ -55,7 +55,7 @@ Soundness: if the release really satisfies the family's curve at index $\theta$ 
 linear process, whose curve is the heuristic's at its own $\sigma$), that curve and every
 lower one is certified violated with probability at most $1 - c$; so `sigma_star > sigma`
 (`mu_star < mu`) with probability $\ge c$. `tests/audits/test_certify.py` checks this
-on exact Gaussian and heuristic-family scores, and `scripts/certify_counterexamples.py`
+on exact Gaussian and heuristic-family scores, and `advsim figure certificates`
 on 100 simulated linear processes.
 """
 

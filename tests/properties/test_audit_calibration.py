@@ -15,7 +15,7 @@ asserted only where its claim applies:
   tests/mechanisms/test_gradient_canary.py); all four audits.
 
 On the landscape "gdp" and "family" are known to exceed the truth (issue 12: the curve is
-not Gaussian); `scripts/calibration_table.py` measures by how much.
+not Gaussian); `advsim figure calibration` measures by how much.
 
 - A property (fast): on random linear processes, the heuristic's tight case, the audits
   never exceed the exact epsilon (confidence 0.999 per example).
@@ -325,7 +325,7 @@ for _b in (1, 4, 16):
 # over every threshold). Its eps_lower is the (eps, delta) inequalities at <= 2 thresholds
 # chosen on the other half; the grid only steers which threshold besides the
 # (eps, delta)-best one is tested, so eps_lower is sound for any grid, and CI runs coarser
-# ones (the default grid is calibrated by scripts/calibration_table.py, run by hand):
+# ones (the default grid is calibrated by `advsim figure calibration`, run by hand):
 # - on the landscape, every fifth point (0.5, 1.0, ..., 20; ~0.2 s a call), which keeps
 #   the composition index `eps_composition_violated` meaningful (3.5 vs the default's
 #   3.5-3.8 on landscape_B1_T25), so reporting that index as eps_lower, the rule issue 12
