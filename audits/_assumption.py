@@ -71,7 +71,7 @@ N(1, 1) with 1% of in-runs shifted by +4 against N(0, 1), 5 x 10^4 per world: re
 12/20 here, 0/20 with DKW boxes; the exact T = 2 landscape law (sigma = 1, B = 1),
 10^4 per world: 4/20 here, 0/20 with DKW (both 20/20 at 2 x 10^4).
 
-Measured power and false alarms (`scripts/assumption_check_power.py`, level 0.05, 10^5
+Measured power and false alarms (`advsim figure assumption_power`, level 0.05, 10^5
 runs per world, the check on the held-out half of 5 x 10^4 per world as the audits call
 it; the table and wall times are in that script's docstring): the threshold landscape at
 sigma = 1, T = 25 is rejected in 40/40 repeats at B = 1 and at B = 4 (95% Clopper-Pearson
