@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
+from advsim._binomial import AbstractBinomialSampler
 from advsim._mechanism import AbstractMechanism
 
 __all__ = ["bernoulli_from_bits", "clip_gradients", "dpsgd_update", "run_mechanism"]
@@ -80,12 +81,20 @@ def dpsgd_update(
     return model - lr * (grad_sum + reg + sigma * c * std_noise)
 
 
+def _group_counts(sampler, key, count, q, steps: int, dtype) -> Int[Array, " T"]:
+    """One group's T sampled counts: its sampler's draws, or jax.random.binomial's."""
+    if sampler is None:
+        return jax.random.binomial(key, count.astype(dtype), q, (steps,), dtype)
+    return sampler.sample((steps,), key=key)
+
+
 def run_mechanism(
     mechanism: AbstractMechanism,
     canary_in: Bool[Array, ""] | bool,
     *,
     key: PRNGKeyArray,
     release: str = "last",
+    count_samplers: tuple[AbstractBinomialSampler | None, ...] | None = None,
 ) -> Float[Array, ...]:
     """Simulates one DP-SGD run and returns its release.
 
@@ -94,6 +103,12 @@ def run_mechanism(
         canary_in: whether this is the world with the canary.
         key: the run's key; it alone determines the run.
         release: "last" returns m_T, shape (d,); "all" returns m_0..m_T, shape (T+1, d).
+        count_samplers: how the Poisson-sampled group counts are drawn. None (the
+            default): all groups at once by `jax.random.binomial(k_count, counts, q,
+            (T, g))`. Otherwise one entry per group, drawn from `fold_in(k_count, j)`:
+            a sampler built for that group's (count, q) (`advsim._binomial`, e.g. the
+            exact `BinomialTable`), or None for `jax.random.binomial` of that group
+            alone. `advsim.simulate` passes tables for huge groups (see its `binomial`).
 
     Returns:
         The released output.
@@ -116,9 +131,18 @@ def run_mechanism(
         # int64 under x64 (jax's default integer then), so groups of ~10^10 examples fit;
         # int32 otherwise, where counts above 2^24 would not be exact in float32 anyway.
         count_dtype = jnp.int64 if dtype == jnp.float64 else jnp.int32
-        counts = jax.random.binomial(
-            k_count, group_counts.astype(dtype), q, (steps, group_counts.shape[0]), dtype
-        ).astype(count_dtype)
+        if count_samplers is None:
+            counts = jax.random.binomial(
+                k_count, group_counts.astype(dtype), q, (steps, group_counts.shape[0]), dtype
+            ).astype(count_dtype)
+        else:
+            counts = jnp.stack(
+                [
+                    _group_counts(sampler, jax.random.fold_in(k_count, j), n, q, steps, dtype)
+                    for j, (sampler, n) in enumerate(zip(count_samplers, group_counts, strict=True))
+                ],
+                axis=1,
+            ).astype(count_dtype)
     else:
         counts = jnp.broadcast_to(group_counts, (steps, group_counts.shape[0]))
 
