@@ -53,7 +53,7 @@ class AuditResult:
             or when the estimate would lie below `eps_lower` (which only a rate too small
             to estimate can cause). There is no fallback to a maximum over thresholds
             (such a maximum reached 10-50x the truth at small samples).
-            Measured (`scripts/point_estimate_bias.py`; median of eps_point / truth with
+            Measured (`advsim figure point_estimate_bias`; median of eps_point / truth with
             the 10%-90% quantiles): GDP on exact Gaussian scores (mu = 1, 10^6 runs per
             world, 100 repeats) 1.001 [0.996, 1.005]; the family audit on the linear
             process it models (T = 10, q = 0.01, sigma = 0.3544, exact eps 2.0) at

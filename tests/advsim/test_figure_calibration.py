@@ -6,9 +6,13 @@ import math
 
 import pytest
 
-from advsim.bounds import heuristic_epsilon
+from advsim.bounds import gdp_epsilon, heuristic_epsilon
 from advsim.figures import load_figure
-from advsim.figures._tables_calibration import compute_calibration, eps_delta_cap
+from advsim.figures._tables_calibration import (
+    compute_calibration,
+    compute_point_estimate_bias,
+    eps_delta_cap,
+)
 
 
 def test_cap_is_the_zero_error_clopper_pearson_bound():
@@ -37,3 +41,17 @@ def test_compute_calibration_small(tmp_path):
     assert len(list((tmp_path / "cells").glob("*.json"))) == 2
     again = compute_calibration(fig, {})["calibration"]
     assert [r["wall_time_s"] for r in again] == [landscape["wall_time_s"], linear["wall_time_s"]]
+
+
+@pytest.mark.slow
+def test_point_estimate_bias_small(tmp_path):
+    fig = load_figure("point_estimate_bias", quick=True, out=tmp_path)
+    gaussian, family_small = fig.params["cases"][:2]
+    cases = [dict(gaussian, trials=20_000, repeats=3), dict(family_small, repeats=2)]
+    fig = dataclasses.replace(fig, params=dict(fig.params, cases=cases))
+    (g, f) = compute_point_estimate_bias(fig, {})["point_estimate_bias"]
+    # N(1, 1) vs N(0, 1) is exactly 1-GDP: the GDP rule on raw rates is close to the truth.
+    assert g["truth"] == pytest.approx(gdp_epsilon(1e-5, 1.0))
+    assert g["undefined"] == 0 and 0.9 < g["ratio_median"] < 1.1
+    # 2000 runs cannot show 50 errors of each kind at the family's threshold: undefined.
+    assert f["truth"] == pytest.approx(2.0, abs=1e-3) and f["undefined"] == 2
