@@ -15,6 +15,15 @@ from advsim.plotting import _has, _number, _style, save_figure
 __all__ = ["plot_eps_emp_vs_eps", "plot_tradeoff_panels"]
 
 
+def _panel_axes(panels: Sequence[Mapping], width: float):
+    """`(pyplot, figure, axes)`: one 3-inch-high panel of `width` inches per panel."""
+    if len(panels) == 0:
+        raise ValueError("panels must not be empty")
+    plt = _style()
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.0), squeeze=False)
+    return plt, fig, axes[0]
+
+
 def plot_tradeoff_panels(
     panels: Sequence[Mapping],
     path_stem: str | Path,
@@ -37,12 +46,8 @@ def plot_tradeoff_panels(
     Returns:
         The written paths.
     """
-    plt = _style()
-    n = len(panels)
-    if n == 0:
-        raise ValueError("panels must not be empty")
-    fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 3.0), squeeze=False)
-    for ax, panel in zip(axes[0], panels, strict=True):
+    plt, fig, axes = _panel_axes(panels, width=3.0)
+    for ax, panel in zip(axes, panels, strict=True):
         for label, alpha, beta, style in panel["curves"]:
             alpha, beta = np.asarray(alpha, float), np.asarray(beta, float)
             ok = (alpha > 0) if log else np.isfinite(alpha) & np.isfinite(beta)
@@ -56,7 +61,7 @@ def plot_tradeoff_panels(
         ax.set_ylabel(r"FNR $\beta$")
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
-    axes[0][0].legend(frameon=False, loc="lower left", fontsize=7)
+    axes[0].legend(frameon=False, loc="lower left", fontsize=7)
     paths = save_figure(fig, path_stem)
     plt.close(fig)
     return paths
@@ -78,12 +83,8 @@ def plot_eps_emp_vs_eps(
     Returns:
         The written paths.
     """
-    plt = _style()
-    n = len(panels)
-    if n == 0:
-        raise ValueError("panels must not be empty")
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.0), squeeze=False)
-    for ax, panel in zip(axes[0], panels, strict=True):
+    plt, fig, axes = _panel_axes(panels, width=3.2)
+    for ax, panel in zip(axes, panels, strict=True):
         rows = sorted(panel["rows"], key=lambda r: _number(r["eps"]))
         eps = np.array([_number(r["eps"]) for r in rows])
         top = 1.08 * max(
@@ -120,7 +121,7 @@ def plot_eps_emp_vs_eps(
         ax.set_ylabel(r"empirical $\varepsilon$")
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
-    axes[0][0].legend(frameon=False, loc="upper left", fontsize=7)
+    axes[0].legend(frameon=False, loc="upper left", fontsize=7)
     paths = save_figure(fig, path_stem)
     plt.close(fig)
     return paths
