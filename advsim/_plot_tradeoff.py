@@ -62,9 +62,7 @@ def plot_tradeoff_panels(
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
     axes[0].legend(frameon=False, loc="lower left", fontsize=7)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)
 
 
 def plot_eps_emp_vs_eps(
@@ -122,6 +120,4 @@ def plot_eps_emp_vs_eps(
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
     axes[0].legend(frameon=False, loc="upper left", fontsize=7)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)

@@ -117,7 +117,7 @@ def _style():
 
 
 def save_figure(fig, path_stem: str | Path) -> list[Path]:
-    """Saves `fig` as `<stem>.png` and `<stem>.pdf`, each written atomically."""
+    """Saves `fig` as `<stem>.png` and `<stem>.pdf`, each written atomically, and closes it."""
     paths = []
     for ext in ("png", "pdf"):
         path = Path(f"{path_stem}.{ext}")
@@ -125,6 +125,9 @@ def save_figure(fig, path_stem: str | Path) -> list[Path]:
             # Tight: long labels (colour bars, the marks' note) are never cut off.
             fig.savefig(tmp, format=ext, bbox_inches="tight", pad_inches=0.03)
         paths.append(path)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
     return paths
 
 
@@ -210,9 +213,7 @@ def plot_eps_vs_steps(
     _draw_curves(ax, rows, x)
     if title:
         ax.set_title(title, fontsize=8)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)
 
 
 def plot_eps_vs_steps_panels(
@@ -261,9 +262,7 @@ def plot_eps_vs_steps_panels(
                ncols=min(len(labels), 3 if long else 5), frameon=False)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)
 
 
 def _axis_values(rows: Sequence[Mapping], key: str) -> list:
@@ -470,9 +469,7 @@ def plot_heatmap(
                   marks=_mark_matrix(rows, x, y, [value]))
     if title:
         ax.set_title(title, fontsize=8)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)
 
 
 def plot_ratio_heatmap(
@@ -553,9 +550,7 @@ def plot_ratio_heatmap(
                   marks=_mark_matrix(rows, x, y, marked))
     if title:
         ax.set_title(title, fontsize=8)
-    paths = save_figure(fig, path_stem)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, path_stem)
 
 
 # The trade-off figures (Annamalai 2024, Figures 1-2) live in their own module; they share

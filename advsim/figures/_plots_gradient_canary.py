@@ -224,6 +224,4 @@ def plot_gradient_canary(fig, rows, tables):
     figure, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 4.0))
     _panel_periodicity(ax, [r for r in table if r["part"] == "a"])
     _panel_logistic(bx, [r for r in table if r["part"] == "b"])
-    paths = save_figure(figure, fig.out / "gradient_canary")
-    plt.close(figure)
-    return paths
+    return save_figure(figure, fig.out / "gradient_canary")

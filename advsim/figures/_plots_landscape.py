@@ -118,9 +118,7 @@ def _curve_panels(fig, rows, exact, path_stem, title, ncols):
     figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False,
                   fontsize=7)
     figure.suptitle(title, fontsize=8)
-    paths = save_figure(figure, path_stem)
-    plt.close(figure)
-    return paths
+    return save_figure(figure, path_stem)
 
 
 def plot_figure14(fig, rows, tables):
@@ -210,6 +208,4 @@ def plot_threshold_search(fig, rows, tables):
                   fontsize=7)
     figure.suptitle(f"Algorithm 5 threshold search at T = 2 (GDP audit, "
                     f"{summary[0]['trials']:,} runs/world)", fontsize=8)
-    paths = save_figure(figure, fig.out / "threshold_search")
-    plt.close(figure)
-    return paths
+    return save_figure(figure, fig.out / "threshold_search")

@@ -106,9 +106,7 @@ def plot_history_vs_v(fig, rows, tables):
     ax.set_title(rf"$T = {steps}$, $q = {q:g}$, $\sigma = {sigma:g}$, last model only, "
                  f"{sweep[0]['trials']:,} runs/world", fontsize=8)
     figure.legend(frameon=False, loc="outside lower center", ncols=2)
-    paths = save_figure(figure, fig.out / "history_vs_v")
-    plt.close(figure)
-    return paths
+    return save_figure(figure, fig.out / "history_vs_v")
 
 
 def compute_figure6(fig, rows):
@@ -159,9 +157,7 @@ def plot_figure6(fig, rows, tables):
                  rf"$\sigma = {mech['noise_multiplier']:g}$, {thr[0]['trials']:,} runs/world",
                  fontsize=8)
     figure.legend(frameon=False, fontsize=7, loc="outside lower center", ncols=2)
-    paths = save_figure(figure, fig.out / "figure6")
-    plt.close(figure)
-    return paths
+    return save_figure(figure, fig.out / "figure6")
 
 
 def one_step_sigma(eps_1: float, q: float, delta: float) -> float:
