@@ -28,20 +28,9 @@ from advsim.bounds import (
     mixture_tradeoff,
 )
 
+from ._mp import bracketed_root
+
 RTOL = 1e-9  # the requirement is 1e-6; observed errors are ~1e-14
-
-
-def _bracketed_root(g, lo, hi):
-    """Root of the increasing g in [lo, hi]: mpmath's Anderson-Bjorck method, and plain
-    bisection to 1e-30 relative if that stalls."""
-    try:
-        return mp.findroot(g, (lo, hi), solver="anderson")
-    except ValueError:
-        pass
-    while hi - lo > mp.mpf(10) ** -30 * max(1, abs(lo), abs(hi)):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if g(mid) < 0 else (lo, mid)
-    return (lo + hi) / 2
 
 
 class MixtureOracle:
@@ -67,7 +56,7 @@ class MixtureOracle:
             lo *= 2
         while self.f(hi) < e:
             hi *= 2
-        return _bracketed_root(lambda y: self.f(y) - e, lo, hi)
+        return bracketed_root(lambda y: self.f(y) - e, lo, hi)
 
     def parts(self, e):
         """(delta_+, d delta_+/d eps, delta_-, d delta_-/d eps) at eps = e."""
