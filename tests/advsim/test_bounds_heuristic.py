@@ -24,12 +24,12 @@ from advsim.bounds import (
     heuristic_epsilon_max_over_steps,
 )
 
-from ._mp import bracketed_root
+from ._mp import MixtureOracle
 
 RTOL = 1e-9  # the requirement is 1e-6; observed errors are ~1e-14
 
 
-class TheoremOneOracle:
+class TheoremOneOracle(MixtureOracle):
     """P = Binomial(n, q) + N(0, T sigma^2) vs Q = N(0, T sigma^2), in mpmath.
 
     Only the Binomial atoms with log pmf >= max - log_tol are summed (and renormalised):
@@ -40,7 +40,6 @@ class TheoremOneOracle:
     def __init__(self, T, q, sigma, *, n=None, log_tol=200.0):
         n = T if n is None else n
         self.n, self.log_tol = n, log_tol
-        self.s = mp.sqrt(T) * mp.mpf(sigma)
         q = mp.mpf(q)
 
         def logpmf(k):
@@ -68,59 +67,11 @@ class TheoremOneOracle:
         ks.sort()
         weights = [mp.exp(logpmf(k)) for k in ks]
         total = mp.fsum(weights)
-        self.k = [mp.mpf(k) for k in ks]
-        self.p = [w / total for w in weights]
-        self.p0 = self.p[0] if ks[0] == 0 else mp.mpf(0)
+        s = mp.sqrt(T) * mp.mpf(sigma)
+        super().__init__([mp.mpf(k) for k in ks], [w / total for w in weights], s, newton_tol=1e-22)
 
     def truncation_bound(self, eps):
         return (self.n + 1) * mp.exp(mp.mpf(eps) - self.log_tol)
-
-    def f(self, y):
-        """f(y) = log sum_k C(n,k) q^k (1-q)^(n-k) exp((2ky - k^2) / (2 T sigma^2))."""
-        two_s2 = 2 * self.s**2
-        return mp.log(
-            mp.fsum(
-                p * mp.exp((2 * k * y - k * k) / two_s2)
-                for k, p in zip(self.k, self.p, strict=True)
-            )
-        )
-
-    def finv(self, e):
-        lo, hi = mp.mpf(-1), mp.mpf(1)
-        while self.f(lo) > e:
-            lo *= 2
-        while self.f(hi) < e:
-            hi *= 2
-        return bracketed_root(lambda y: self.f(y) - e, lo, hi)
-
-    def parts(self, e):
-        """(H_{e^eps}(P,Q), its eps-derivative, H_{e^eps}(Q,P), its eps-derivative)."""
-        e = mp.mpf(e)
-        y = self.finv(e)
-        p_tail = mp.fsum(p * mp.ncdf((k - y) / self.s) for k, p in zip(self.k, self.p, strict=True))
-        q_tail = mp.exp(e) * mp.ncdf(-y / self.s)
-        if self.p0 > 0 and e >= -mp.log(self.p0):
-            return p_tail - q_tail, -q_tail, mp.mpf(0), mp.mpf(0)
-        y = self.finv(-e)
-        p_head = mp.exp(e) * mp.fsum(
-            p * mp.ncdf((y - k) / self.s) for k, p in zip(self.k, self.p, strict=True)
-        )
-        return p_tail - q_tail, -q_tail, mp.ncdf(y / self.s) - p_head, -p_head
-
-    def delta(self, e):
-        d_plus, _, d_minus, _ = self.parts(e)
-        return max(d_plus, d_minus)
-
-    def epsilon(self, delta, start):
-        e, delta = mp.mpf(start), mp.mpf(delta)
-        for _ in range(30):
-            d_plus, g_plus, d_minus, g_minus = self.parts(e)
-            d, g = (d_plus, g_plus) if d_plus >= d_minus else (d_minus, g_minus)
-            step = -(d - delta) / g
-            e += step
-            if abs(step) < mp.mpf(10) ** -22:
-                return e
-        raise RuntimeError("oracle Newton iteration did not converge")
 
 
 @pytest.fixture(autouse=True)

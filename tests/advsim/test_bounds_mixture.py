@@ -28,66 +28,9 @@ from advsim.bounds import (
     mixture_tradeoff,
 )
 
-from ._mp import bracketed_root
+from ._mp import MixtureOracle
 
 RTOL = 1e-9  # the requirement is 1e-6; observed errors are ~1e-14
-
-
-class MixtureOracle:
-    """P = N(X, s^2) vs Q = N(0, s^2) at 40 digits, straight from Appendix A.1."""
-
-    def __init__(self, support, probs, scale):
-        self.x = [mp.mpf(float(v)) for v in support]
-        self.p = [mp.mpf(float(v)) for v in probs]
-        self.s = mp.mpf(float(scale))
-        self.p0 = mp.fsum(p for x, p in zip(self.x, self.p, strict=True) if x == 0)
-
-    def f(self, y):
-        """Privacy loss log P(y) / Q(y)."""
-        terms = (
-            p * mp.exp((2 * x * y - x * x) / (2 * self.s**2))
-            for x, p in zip(self.x, self.p, strict=True)
-        )
-        return mp.log(mp.fsum(terms))
-
-    def finv(self, e):
-        lo, hi = mp.mpf(-1), mp.mpf(1)
-        while self.f(lo) > e:
-            lo *= 2
-        while self.f(hi) < e:
-            hi *= 2
-        return bracketed_root(lambda y: self.f(y) - e, lo, hi)
-
-    def parts(self, e):
-        """(delta_+, d delta_+/d eps, delta_-, d delta_-/d eps) at eps = e."""
-        e = mp.mpf(e)
-        y = self.finv(e)
-        p_tail = mp.fsum(p * mp.ncdf((x - y) / self.s) for x, p in zip(self.x, self.p, strict=True))
-        q_tail = mp.exp(e) * mp.ncdf(-y / self.s)
-        d_plus = p_tail - q_tail
-        if self.p0 > 0 and e >= -mp.log(self.p0):
-            return d_plus, -q_tail, mp.mpf(0), mp.mpf(0)  # P >= p0 Q: H(Q, P) = 0
-        y = self.finv(-e)
-        p_head = mp.exp(e) * mp.fsum(
-            p * mp.ncdf((y - x) / self.s) for x, p in zip(self.x, self.p, strict=True)
-        )
-        return d_plus, -q_tail, mp.ncdf(y / self.s) - p_head, -p_head
-
-    def delta(self, e):
-        d_plus, _, d_minus, _ = self.parts(e)
-        return max(d_plus, d_minus)
-
-    def epsilon(self, delta, start):
-        """Newton's method on delta(eps) = delta (derivative -e^eps Q(S), exact)."""
-        e, delta = mp.mpf(start), mp.mpf(delta)
-        for _ in range(30):
-            d_plus, g_plus, d_minus, g_minus = self.parts(e)
-            d, g = (d_plus, g_plus) if d_plus >= d_minus else (d_minus, g_minus)
-            step = -(d - delta) / g
-            e += step
-            if abs(step) < mp.mpf(10) ** -25:
-                return e
-        raise RuntimeError("oracle Newton iteration did not converge")
 
 
 @pytest.fixture(autouse=True)
