@@ -25,6 +25,10 @@ composition's, GDP's): what a counterexample claim needs.
 With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
 the rates counted on the other half; `"same"` reproduces the papers' practice and is
 marked optimistic.
+
+`bayesian_estimate` / `bayesian_audit` (Zanella-Beguelin et al. 2023) give a credible
+interval for eps (`BayesianEstimate`, Jeffreys priors): a statement about a posterior, not
+a confidence bound, so it has no `eps_lower` and is never `rigorous`.
 """
 
 from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
@@ -35,6 +39,7 @@ from ._assumption import (
     check_tradeoff_fit,
 )
 from ._base import AbstractAudit, AbstractThresholdAudit, AssumptionRejectedWarning
+from ._bayes import BayesianEstimate, bayesian_audit, bayesian_estimate, posterior_eps_cdf
 from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
@@ -52,6 +57,7 @@ __all__ = [
     "AssumptionCheck",
     "AssumptionRejectedWarning",
     "AuditResult",
+    "BayesianEstimate",
     "EpsDeltaAudit",
     "GaussianDPAudit",
     "Guarantee",
@@ -62,11 +68,14 @@ __all__ = [
     "VIOLATION_BOUNDS",
     "ViolationCertificate",
     "audit",
+    "bayesian_audit",
+    "bayesian_estimate",
     "check_gaussian_tradeoff",
     "check_heuristic_family",
     "check_tradeoff_fit",
     "certify_violation",
     "get_audit",
     "observed_tradeoff",
+    "posterior_eps_cdf",
     "tradeoff_audit",
 ]

@@ -31,6 +31,10 @@ __all__ = ["ASSUMPTIONS", "STATEMENTS", "Guarantee"]
 STATEMENTS = {
     "eps_delta_lower_bound": "an (eps, delta) lower bound: the run is not (eps, delta)-DP "
     "for any eps < eps_lower",
+    # A Bayesian statement is about the posterior, not about repeated runs: it is never
+    # `rigorous`, and its result type (`audits.BayesianEstimate`) has no `eps_lower`.
+    "eps_credible_interval": "a Bayesian credible interval for eps: the posterior puts "
+    "probability `credibility` on it; not a confidence bound, no frequentist guarantee",
 }
 #: What a claim may rest on besides the runs.
 ASSUMPTIONS = {
@@ -38,8 +42,15 @@ ASSUMPTIONS = {
     "gaussian_tradeoff": "the run's trade-off curve is exactly Gaussian (G_mu for some mu)",
     "heuristic_family": "the run's privacy is exactly that of the last-iterate heuristic's "
     "family Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), with known T, q, n_c",
+    "jeffreys_prior": "independent Jeffreys Beta(1/2, 1/2) priors on the test's FPR and FNR "
+    "(the credible interval is a property of that posterior)",
 }
-_SHORT = {"none": "", "gaussian_tradeoff": "assumes Gaussian", "heuristic_family": "assumes family"}
+_SHORT = {
+    "none": "",
+    "gaussian_tradeoff": "assumes Gaussian",
+    "heuristic_family": "assumes family",
+    "jeffreys_prior": "credible interval",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +86,13 @@ class Guarantee:
 
     @property
     def rigorous(self) -> bool:
-        """True iff `eps_lower` is an assumption-free bound with a held-out threshold."""
-        return self.assumption == "none" and self.held_out
+        """True iff `eps_lower` is an assumption-free bound with a held-out threshold
+        (never for a credible interval, which is no confidence statement)."""
+        return (
+            self.statement == "eps_delta_lower_bound"
+            and self.assumption == "none"
+            and self.held_out
+        )
 
     @property
     def label(self) -> str:
