@@ -41,7 +41,7 @@ from advsim._validation import (
 )
 from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
 from advsim.bounds._heuristic import heuristic_epsilon
-from advsim.bounds._pld_fast import check_grid, composed_pld, grid_size
+from advsim.bounds._pld_fast import check_grid, composed_pld, grid_size, smallest_sigma
 from advsim.bounds._run import run_parameters
 
 __all__ = [
@@ -55,8 +55,9 @@ _VDI = 1e-4
 # The coarsest grid of the calibration's search (see calibrate_noise_multiplier).
 _COARSE_VDI = 1e-2
 # Seconds per grid point of one PLD run (build, compose, read), measured on the 2-core
-# machine of README's Speed section; only for the progress bar's up-front estimate.
-_SECONDS_PER_POINT = 1.5e-6
+# machine of README's Speed section (0.8 s for the 8.6e5 points of T = 1, sigma = 0.34);
+# only for the progress bars' up-front estimates.
+_SECONDS_PER_POINT = 1e-6
 # Show a progress bar by default when a call is expected to take longer than this.
 _PROGRESS_SECONDS = 5.0
 
@@ -359,41 +360,53 @@ def _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress) -> float:
         lo -= 1.0
     sigma_lo = 0.999 * math.exp(brentq(heuristic_gap, lo, hi, xtol=1e-12, rtol=1e-12))
 
-    # Up-front estimate: about 3 runs at the finest grid near the answer (sigma_lo is
-    # below it: a conservative grid size), and a tenth of that per coarser level.
-    seconds = 3.5 * _estimated_seconds(q, sigma_lo, n, vdi) * (1 + 0.1 * (len(levels) - 1))
-    if progress is None:
-        progress = seconds > _PROGRESS_SECONDS
-    bar = tqdm(
-        desc=f"calibrate sigma (n={n}, q={q:g}, ~{seconds:.0f} s)",
-        unit="PLD",
-        disable=not progress,
-        leave=False,
-    )
+    # The grids hold about 1/sigma^2 points: below sigma_min the requested one would not
+    # fit in memory (`_pld_fast.MAX_GRID_POINTS`), so the search stays above it.
+    sigma_min = smallest_sigma(q, vdi)
+    sigma_lo = max(sigma_lo, sigma_min)
+    bars = []  # the progress bar, once the coarse search has estimated the rest
 
     def gap_at(level):
         def gap(sigma):
             eps = _pld_epsilon(q, sigma, n, level, delta)
-            bar.update(1)
-            bar.set_postfix(vdi=f"{level:g}", sigma=f"{sigma:.6g}", eps=f"{eps:.6g}")
+            for bar in bars:
+                bar.update(1)
+                bar.set_postfix(vdi=f"{level:g}", sigma=f"{sigma:.6g}", eps=f"{eps:.6g}")
             return eps - target
 
         return gap
 
-    with bar:
-        # Coarsest grid: Brent's method on the theoretical bracket (cheap: 1/100 of the
-        # points of the default grid), widened if the coarse grid's pessimism needs it.
-        top = gap_at(levels[0])
-        while top(sigma_hi) > 0:
-            sigma_lo, sigma_hi = sigma_hi, 2.0 * sigma_hi
-        while top(sigma_lo) <= 0:
-            sigma_lo, sigma_hi = 0.5 * sigma_lo, sigma_lo
-        xtol = tol if len(levels) == 1 else 1e-4 * sigma_hi
-        r = brentq(top, sigma_lo, sigma_hi, xtol=xtol)
-        # A slope over 2% of sigma (the coarse epsilon is only smooth to ~ its grid).
-        slope = (top(1.02 * r) - top(r)) / (0.02 * r)
-        if not (math.isfinite(slope) and slope < 0):
-            slope = -target / r
+    # Coarsest grid: Brent's method on the theoretical bracket (cheap: 1/100 of the points
+    # of the default grid), widened if the coarse grid's pessimism needs it.
+    top = gap_at(levels[0])
+    while top(sigma_hi) > 0:
+        sigma_lo, sigma_hi = sigma_hi, 2.0 * sigma_hi
+    while top(sigma_lo) <= 0:
+        if sigma_lo <= sigma_min:
+            raise ValueError(
+                f"target_epsilon={target!r} needs a noise multiplier below {sigma_min:.3g}, "
+                f"too small for the PLD grid value_discretization_interval={vdi!r}; use a "
+                "coarser grid or a smaller target_epsilon"
+            )
+        sigma_lo, sigma_hi = max(0.5 * sigma_lo, sigma_min), sigma_lo
+    xtol = tol if len(levels) == 1 else 1e-4 * sigma_hi
+    r = brentq(top, sigma_lo, sigma_hi, xtol=xtol)
+    # A slope over 2% of sigma (the coarse epsilon is only smooth to ~ its grid).
+    slope = (top(1.02 * r) - top(r)) / (0.02 * r)
+    if not (math.isfinite(slope) and slope < 0):
+        slope = -target / r
+    # Up-front estimate of the rest: about 3 runs on the requested grid near r, and a
+    # tenth of one per secant step on each grid in between.
+    seconds = _estimated_seconds(q, r, n, vdi) * (3.0 + 0.3 * (len(levels) - 2))
+    if progress is None:
+        progress = seconds > _PROGRESS_SECONDS
+    with tqdm(
+        desc=f"calibrate sigma (n={n}, q={q:g}, ~{seconds:.0f} s)",
+        unit="PLD",
+        disable=not progress,
+        leave=False,
+    ) as bar:
+        bars.append(bar)
         # Each finer grid starts from the coarser one's answer and slope (their roots
         # differ by ~ the coarser grid's pessimism: a few secant steps).
         for level in levels[1:-1]:
@@ -447,8 +460,9 @@ def calibrate_noise_multiplier(
         canary_steps: $n \in [1, T]$ (default $T$).
         value_discretization_interval: the PLD grid spacing, > 0.
         tol: absolute tolerance on sigma, > 0.
-        progress: a tqdm bar (stderr) counting accountant runs, with an up-front
-            estimate of the time in its title; default: when that estimate exceeds 5 s.
+        progress: a tqdm bar (stderr) counting accountant runs after the coarse search,
+            with an up-front estimate of their time in its title; default: when that
+            estimate exceeds 5 s.
 
     Returns:
         sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon` (same
@@ -456,8 +470,8 @@ def calibrate_noise_multiplier(
 
     Raises:
         ValueError: on invalid inputs; for a delta the accountant cannot reach (the
-            message gives the range), or a grid too fine for the noise multipliers
-            searched (it names value_discretization_interval).
+            message gives the range), or a target that needs a noise multiplier too
+            small for the grid (it names value_discretization_interval).
 
     Example:
         >>> round(calibrate_noise_multiplier(4.377178, 1e-5, 100, 1.0), 4)  # mu = 1
