@@ -25,6 +25,7 @@ import math
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -560,6 +561,11 @@ examples:
 """
 
 
+def _para(text: str) -> str:
+    """A description paragraph, wrapped (the formatter keeps line breaks as written)."""
+    return textwrap.fill(text, width=88)
+
+
 def _version() -> str:
     return f"advsim {package_version()} (commit {git_commit()})"
 
@@ -583,11 +589,13 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="simulate a mechanism, audit it, compare with the bounds (default: built-in "
         "experiment)",
-        description="Simulates both worlds (canary in, canary out) for each T, audits the "
-        "scores and prints one row per T as soon as it is done: sigma, eps_lower, eps_point, "
-        "the heuristic and composition bounds, and what eps_lower certifies; then where the "
-        "time went. With no options: the linear 1-D process, q=0.01, sigma calibrated to "
-        "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing.",
+        description=_para(
+            "Simulates both worlds (canary in, canary out) for each T, audits the "
+            "scores and prints one row per T as soon as it is done: sigma, eps_lower, eps_point, "
+            "the heuristic and composition bounds, and what eps_lower certifies; then where the "
+            "time went. With no options: the linear 1-D process, q=0.01, sigma calibrated to "
+            "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing."
+        ),
         epilog=_AUDIT_EXAMPLES,
         **fmt,
     )
@@ -723,9 +731,11 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser(
         "bound",
         help="print the heuristic, composition and full-batch epsilons",
-        description="The reference epsilons of DP-SGD with T steps, Poisson sampling q and "
-        "noise multiplier sigma: the last-iterate heuristic (Theorem 1 of arXiv:2410.06186) "
-        "and its max over t <= T, composition (dp-accounting's PLD), full batch (DP-GD).",
+        description=_para(
+            "The reference epsilons of DP-SGD with T steps, Poisson sampling q and "
+            "noise multiplier sigma: the last-iterate heuristic (Theorem 1 of arXiv:2410.06186) "
+            "and its max over t <= T, composition (dp-accounting's PLD), full batch (DP-GD)."
+        ),
         epilog="example:\n  advsim bound --steps 1000 --sampling-prob 0.01 "
         "--noise-multiplier 1 --delta 1e-6\n",
         **fmt,
@@ -791,9 +801,11 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser(
         "figure",
         help="run a seed figure (its sweeps, tables and plot); --list names them",
-        description="Each figure is a small file (advsim/figures/defs/NAME.toml): sweep "
-        "configs, derived tables, a plot function. Writes into --out: a folder per sweep, "
-        "the tables (.csv, .json) and the figure (.png, .pdf).",
+        description=_para(
+            "Each figure is a small file (advsim/figures/defs/NAME.toml): sweep "
+            "configs, derived tables, a plot function. Writes into --out: a folder per sweep, "
+            "the tables (.csv, .json) and the figure (.png, .pdf)."
+        ),
         epilog="examples:\n  advsim figure --list\n  advsim figure figure1 --quick\n"
         "  advsim figure figure4 --out DIR --resume\n",
         **fmt,
