@@ -29,6 +29,10 @@ marked optimistic.
 `bayesian_estimate` / `bayesian_audit` (Zanella-Beguelin et al. 2023) give a credible
 interval for eps (`BayesianEstimate`, Jeffreys priors): a statement about a posterior, not
 a confidence bound, so it has no `eps_lower` and is never `rigorous`.
+
+`one_run_audit(scores, included, delta=...)` (Steinke, Nasr & Jagielski 2023) audits one
+training run from m canaries' scores and inclusion bits (`OneRunResult`); its guarantee
+says how k+ and k- were chosen.
 """
 
 from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
@@ -45,6 +49,15 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._guarantee import ASSUMPTIONS, STATEMENTS, Guarantee
+from ._one_run import (
+    K_SELECTIONS,
+    OneRunResult,
+    default_k_candidates,
+    one_run_audit,
+    one_run_epsilon,
+    one_run_guesses,
+    one_run_p_value,
+)
 from ._result import AuditResult
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
@@ -62,6 +75,8 @@ __all__ = [
     "GaussianDPAudit",
     "Guarantee",
     "HeuristicFamilyAudit",
+    "K_SELECTIONS",
+    "OneRunResult",
     "PAPER_EPS_GRID",
     "STATEMENTS",
     "TradeoffAudit",
@@ -73,9 +88,14 @@ __all__ = [
     "check_gaussian_tradeoff",
     "check_heuristic_family",
     "check_tradeoff_fit",
+    "default_k_candidates",
     "certify_violation",
     "get_audit",
     "observed_tradeoff",
+    "one_run_audit",
+    "one_run_epsilon",
+    "one_run_guesses",
+    "one_run_p_value",
     "posterior_eps_cdf",
     "tradeoff_audit",
 ]
