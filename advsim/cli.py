@@ -341,6 +341,7 @@ def _cmd_audit(args) -> int:
         for i, steps in enumerate(bar):
             sigma = args.noise_multiplier
             if sigma is None:
+                bar.set_postfix_str(f"T={steps}, calibrating sigma", refresh=True)
                 tic = time.perf_counter()
                 sigma = _calibrate(target, args, steps)
                 calibration.append(time.perf_counter() - tic)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 
@@ -222,14 +223,28 @@ def plot_figure5(fig, rows, tables):
 def compute_counterexamples(fig, rows):
     """One assumption-free audit per construction of `params.rows` (mechanism and
     adversary by class path, as in sweeps) beside the heuristic, its maximum over t <= T,
-    composition and the exact epsilon of the last model (`exact_epsilon`)."""
+    composition and the exact epsilon of the last model (`exact_epsilon`).
+
+    With `params.exact_discretization` (the quick mode), a row that names its exact law's
+    function (`exact = "module:function"`, called as `function(delta, **row.params,
+    value_discretization_interval=...)`, the function behind that mechanism's
+    `exact_epsilon`) gets it on that coarser PLD grid (1e-3 is 8x faster than the default
+    1e-4; the quick rows agree to 1e-5). Otherwise `exact_epsilon` as is."""
     trials, table = fig.params["trials"], []
+    grid = fig.params.get("exact_discretization")
     for spec in fig.params["rows"]:
         mech = resolve("mechanism", spec["mechanism"]).build(**spec["params"])
         adversary = resolve("adversary", spec["adversary"]).build()
         delta, acc = spec["delta"], mech.accounting()
         start = time.perf_counter()
         rec = run_audit(mech, adversary, trials=trials, method="eps_delta", delta=delta)
+        if grid is not None and "exact" in spec:
+            module, _, name = spec["exact"].partition(":")
+            exact = getattr(importlib.import_module(module), name)(
+                delta, **spec["params"], value_discretization_interval=grid
+            )
+        else:
+            exact = mech.exact_epsilon(delta)
         table.append(dict(
             construction=spec["construction"],
             parameters=f"T={acc.steps}, q={acc.sampling_prob:g}, sigma={acc.noise_multiplier:g}",
@@ -237,7 +252,7 @@ def compute_counterexamples(fig, rows):
             heuristic=rec.heuristic,
             heuristic_max=heuristic_epsilon_max_over_steps(
                 delta, acc.steps, acc.sampling_prob, acc.noise_multiplier),
-            composition=rec.composition, exact=mech.exact_epsilon(delta), trials=trials,
+            composition=rec.composition, exact=exact, trials=trials,
             wall_time_s=time.perf_counter() - start,
         ))
     return {"counterexamples": table}

@@ -10,7 +10,7 @@ import pytest
 
 from advsim.cli import main
 from advsim.figures import _function, list_figures, load_figure, run_figure
-from advsim.sweep import parse_config
+from advsim.sweep import parse_config, resolve
 
 
 @pytest.mark.parametrize("quick", [False, True])
@@ -114,6 +114,35 @@ def test_counterexamples_zeroing_row_is_the_nonmonotone_search():
     row = load_figure("counterexamples").params["rows"][0]
     assert row["mechanism"].endswith(":ZeroingRegularizer")
     assert row["params"] == {k: found[k] for k in ("steps", "sampling_prob", "noise_multiplier")}
+
+
+def test_counterexamples_quick_exact_laws_are_the_mechanisms():
+    """A row's `exact` function (the quick mode's coarser grid) is the one its mechanism's
+    `exact_epsilon` calls, and takes the row's parameters as they are written."""
+    import inspect
+
+    rows = [r for r in load_figure("counterexamples", quick=True).params["rows"] if "exact" in r]
+    assert len(rows) == 2
+    for row in rows:
+        function = _function(row["exact"])
+        mech = resolve("mechanism", row["mechanism"]).build(**row["params"])
+        assert function.__name__ in inspect.getsource(type(mech).exact_epsilon)
+        inspect.signature(function).bind(
+            row["delta"], **row["params"], value_discretization_interval=1e-3
+        )
+
+
+@pytest.mark.slow
+def test_counterexamples_quick_exact_matches_the_fine_grid():
+    """The quick mode's 1e-3 grid gives the fine grid's exact epsilons to 1e-4."""
+    fig = load_figure("counterexamples", quick=True)
+    for row in (r for r in fig.params["rows"] if "exact" in r):
+        mech = resolve("mechanism", row["mechanism"]).build(**row["params"])
+        coarse = _function(row["exact"])(
+            row["delta"], **row["params"],
+            value_discretization_interval=fig.params["exact_discretization"],
+        )
+        assert coarse == pytest.approx(mech.exact_epsilon(row["delta"]), abs=1e-4)
 
 
 @pytest.mark.slow
