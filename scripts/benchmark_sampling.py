@@ -1,0 +1,177 @@
+"""Benchmark of the engine's sampling (issue 14 points 4 and 5), as ratios measured in one run.
+
+Prints:
+  1. ns per draw of Binomial(10^10, q) by the exact inverse-CDF table (`advsim._binomial`)
+     and by `jax.random.binomial`, and their ratio;
+  2. the time of Annamalai's Figure 2 simulation at q = 0.01, T = 1024 (the
+     likelihood-encoding loss, sigma calibrated to --epsilon at delta = 1e-5 as in
+     `advsim/figures/defs/its_our_loss_figure2.toml`) through `advsim.simulate` with the
+     old path (`binomial="jax"`) and the new (`binomial="table"`), and the speed-up
+     (target >= 2.5);
+  3. for d in {1, 10, 30, 100}: the engine's normals per second (LinearProcess, dim d,
+     2 x trials x T x d normals) over raw `jax.random.normal` of the same total count
+     (jitted), with the vmapped width chosen by dimension (new) and with the old width of
+     a whole block (target >= 0.8 for d in {10, 30, 100}).
+
+Every figure is the median over --repeats rounds; in each round the compared paths run
+back to back, so a ratio is taken between measurements made under the same load.
+
+Usage: python scripts/benchmark_sampling.py [--trials 4000] [--repeats 5] [--quick]
+Figures are printed, never asserted: timings on shared machines are not tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _rounds(fns: dict, repeats: int) -> dict:
+    """Median seconds of each of `fns`, run back to back in each of `repeats` rounds."""
+    for fn in fns.values():
+        fn()  # compile and warm up
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            times[name].append(_seconds(fn))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def binomial_draws(draws: int, q: float, repeats: int) -> None:
+    from advsim._binomial import binomial_table
+
+    n = 10**10
+    table = binomial_table(n, q)
+    key = jax.random.key(0)
+    new = jax.jit(lambda k: table.sample((draws,), key=k))
+    old = jax.jit(lambda k: jax.random.binomial(k, float(n), q, (draws,), jnp.float64))
+    t = _rounds(
+        {
+            "table": lambda: new(key).block_until_ready(),
+            "jax.random.binomial": lambda: old(key).block_until_ready(),
+        },
+        repeats,
+    )
+    ns = {k: 1e9 * v / draws for k, v in t.items()}
+    ratio = ns["jax.random.binomial"] / ns["table"]
+    print(f"1. Binomial(10^10, {q}), {draws} draws (table: {table.cdf.shape[0]} entries):")
+    print(
+        f"   table {ns['table']:.0f} ns/draw, jax.random.binomial "
+        f"{ns['jax.random.binomial']:.0f} ns/draw: ratio {ratio:.2f}x"
+    )
+
+
+def figure2_run(trials: int, epsilon: float, repeats: int) -> None:
+    import advsim
+    from advsim.adversaries import LikelihoodSumDecoder
+    from advsim.bounds import calibrate_noise_multiplier
+    from advsim.mechanisms import LikelihoodEncodingLoss
+
+    q, steps, delta = 0.01, 1024, 1e-5
+    sigma = calibrate_noise_multiplier(epsilon, delta, steps, q)
+    mech = LikelihoodEncodingLoss(steps, q, sigma, scale="wrap_free")
+    adv = LikelihoodSumDecoder()
+
+    def run(binomial):
+        return lambda: advsim.simulate(mech, adv, trials, key=1, binomial=binomial, progress=False)
+
+    t = _rounds({"jax": run("jax"), "table": run("table")}, repeats)
+    print(
+        f"2. Figure 2 run, q={q}, T={steps}, eps={epsilon} (sigma={sigma:.4f}), "
+        f"{trials} runs per world:"
+    )
+    print(
+        f"   old (binomial='jax') {t['jax']:.2f} s, new (binomial='table') {t['table']:.2f} s: "
+        f"speed-up {t['jax'] / t['table']:.2f}x  (target >= 2.5)"
+    )
+
+
+@contextlib.contextmanager
+def _vector_coordinates(value):
+    import advsim._simulate as simulate_module
+
+    previous = simulate_module.VECTOR_COORDINATES
+    simulate_module.VECTOR_COORDINATES = value
+    try:
+        yield
+    finally:
+        simulate_module.VECTOR_COORDINATES = previous
+
+
+def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
+    import advsim
+    from advsim.adversaries import ProjectionScore
+    from advsim.mechanisms import LinearProcess
+
+    print(f"3. engine normals/s over raw jax.random.normal normals/s (same count), T={steps}:")
+    for d in dims:
+        mech = LinearProcess(steps, 0.01, 1.0, dim=d)
+        trials = max(1024, normals // (2 * steps * d))
+        total = 2 * trials * steps * d
+        raw = jax.jit(lambda k, total=total: jax.random.normal(k, (total,), jnp.float32))
+        key = jax.random.key(0)
+
+        def engine(mech=mech, trials=trials):
+            advsim.simulate(mech, ProjectionScore(), trials, key=1, progress=False)
+
+        def old_engine(mech=mech, trials=trials):
+            with _vector_coordinates(2**62):  # the width of a whole block: the old engine
+                advsim.simulate(mech, ProjectionScore(), trials, key=1, progress=False)
+
+        t = _rounds(
+            {
+                "raw": lambda raw=raw, key=key: raw(key).block_until_ready(),
+                "new": engine,
+                "old": old_engine,
+            },
+            repeats,
+        )
+        width = advsim._simulate.vector_width(mech)
+        print(
+            f"   d={d:4d}: new {t['raw'] / t['new']:.2f} (width {width}), "
+            f"old {t['raw'] / t['old']:.2f} (width {advsim.block_size(mech)}); "
+            f"raw {total / t['raw']:.3g} normals/s, {total} normals"
+        )
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=16384, help="Figure 2 runs per world")
+    parser.add_argument("--epsilon", type=float, default=2.0, help="Figure 2's eps")
+    parser.add_argument("--steps", type=int, default=100, help="T of the d-dim processes")
+    parser.add_argument("--normals", type=int, default=8_000_000, help="per d-dim measurement")
+    parser.add_argument("--draws", type=int, default=2**20, help="binomial draws per call")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", choices=["binomial", "figure2", "normals"], default=None)
+    parser.add_argument("--quick", action="store_true", help="fewer runs and rounds")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.trials, args.repeats, args.normals = 4096, 3, 2_000_000
+    print(
+        f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}; "
+        f"medians of {args.repeats} interleaved rounds"
+    )
+    jax.config.update("jax_enable_x64", True)  # the likelihood encoding needs float64
+    if args.only in (None, "binomial"):
+        for q in (0.01, 0.5):
+            binomial_draws(args.draws, q, args.repeats)
+    if args.only in (None, "figure2"):
+        figure2_run(args.trials, args.epsilon, args.repeats)
+    jax.config.update("jax_enable_x64", False)  # the d-dim processes run in float32
+    if args.only in (None, "normals"):
+        normals_ratio((1, 10, 30, 100), args.steps, args.normals, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
