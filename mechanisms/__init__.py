@@ -12,6 +12,7 @@ from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
 from advsim.mechanisms.landscape import ThresholdLandscape
 from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
+from advsim.mechanisms.one_run import OneRunGradientCanaries
 from advsim.mechanisms.regularizers import (
     QuadraticRegularizer,
     ZeroingRegularizer,
@@ -34,5 +35,6 @@ __all__ += [
     "quadratic_exact_epsilon",
     "repeaters_epsilon",
 ]
+__all__ += ["OneRunGradientCanaries"]
 __all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve"]
 __all__ += ["two_step_density", "two_step_epsilon", "two_step_gdp_curve"]
