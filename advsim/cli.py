@@ -295,7 +295,9 @@ def _check_audit_args(args) -> float | None:
 
 def _calibrate(target: float, args, steps: int) -> float:
     try:
-        return bounds.calibrate_noise_multiplier(target, args.delta, steps, args.sampling_prob)
+        return bounds.calibrate_noise_multiplier(
+            target, args.delta, steps, args.sampling_prob, progress=False if args.quiet else None
+        )
     except (ValueError, RuntimeError, ArithmeticError) as err:
         raise UsageError(
             f"cannot calibrate sigma for T={steps} to --target-epsilon {target:g} at --delta "

@@ -73,3 +73,32 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
                  "--adversary", "advsim.adversaries:LikelihoodRatioScore"]) == 0
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert rows[0]["adversary"] == "LikelihoodRatioScore"
+
+
+def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsys, monkeypatch):
+    import re
+
+    import advsim.cli as cli
+
+    printed, calls = [], []
+    real = cli.run_audit
+
+    def spy(*args, **kwargs):  # what the user had seen when each T started
+        printed.append(capsys.readouterr().out)
+        calls.append("".join(printed))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "run_audit", spy)
+    assert main(["audit", "--steps", "5", "20", "--sampling-prob", "0.1",
+                 "--noise-multiplier", "1.0", "--trials", "2000", "--out", str(tmp_path / "r"),
+                 "--quiet"]) == 0
+    out = "".join(printed) + capsys.readouterr().out
+    row5 = re.compile(r"^\s+5\s+1\.0000\s", re.M)
+    assert not row5.search(calls[0]) and row5.search(calls[1])  # T=5 shown before T=20 ran
+    assert out.index("eps_lower") < out.index("time:")
+    (line,) = [x for x in out.splitlines() if x.startswith("time:")]
+    total = float(re.match(r"time: (\d+\.\d) s in all", line).group(1))
+    parts = dict(re.findall(r"(\w+) (\d+\.\d) s", line))
+    assert set(parts) == {"compilation", "simulation", "audit", "bounds", "plot", "other"}
+    assert float(parts["compilation"]) > 0
+    assert sum(map(float, parts.values())) == pytest.approx(total, abs=0.1 * len(parts))
