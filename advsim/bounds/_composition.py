@@ -389,8 +389,15 @@ def _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress) -> float:
                 "coarser grid or a smaller target_epsilon"
             )
         sigma_lo, sigma_hi = max(0.5 * sigma_lo, sigma_min), sigma_lo
-    xtol = tol if len(levels) == 1 else 1e-4 * sigma_hi
-    r = brentq(top, sigma_lo, sigma_hi, xtol=xtol)
+    if len(levels) == 1:
+        r = brentq(top, sigma_lo, sigma_hi, xtol=tol)
+    else:
+        # On log sigma and log(1 + eps), where the coarse epsilon is nearly linear (a few
+        # Brent steps), to 1e-3 relative: the finer grids' roots differ by about that.
+        def log_gap(x):
+            return math.log1p(top(math.exp(x)) + target) - math.log1p(target)
+
+        r = math.exp(brentq(log_gap, math.log(sigma_lo), math.log(sigma_hi), xtol=1e-3))
     # A slope over 2% of sigma (the coarse epsilon is only smooth to ~ its grid).
     slope = (top(1.02 * r) - top(r)) / (0.02 * r)
     if not (math.isfinite(slope) and slope < 0):

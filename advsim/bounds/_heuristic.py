@@ -294,7 +294,8 @@ def _cut_log_tol(delta: float, n_max: int) -> float:
     r"""The atom cut tied to delta: at most $n + 1$ atoms are dropped, each below
     $e^{-L} \max_k p_k \le e^{-L}$, so the dropped mass is $\le (n + 1) e^{-L} =
     \rho\delta$ for $L = \log(n + 1) - \log(\rho\delta)$ (capped at `_LOG_TOL`)."""
-    return min(_LOG_TOL, math.log(n_max + 1.0) - math.log(_CUT_RHO * delta))
+    # (log rho + log delta: rho * delta underflows for a subnormal delta)
+    return min(_LOG_TOL, math.log(n_max + 1.0) - math.log(_CUT_RHO) - math.log(delta))
 
 
 def _upper_epsilons(delta: float, counts, steps, q: float, sigma: float) -> np.ndarray:
