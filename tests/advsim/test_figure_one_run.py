@@ -1,0 +1,37 @@
+"""The one-run table (`advsim figure one_run`): its file, and a small run of its hook."""
+
+import dataclasses
+
+import pytest
+import scipy.stats
+
+from advsim.bounds import gdp_epsilon
+from advsim.figures import list_figures, load_figure
+from advsim.figures._tables_one_run import compute_one_run
+
+
+def test_figure_file_states_the_issue_setting():
+    assert "one_run" in list_figures()
+    fig = load_figure("one_run")
+    p = fig.params
+    # Issue 16: m in {100, 1000, 10000}, 50 repetitions, exact epsilon known.
+    assert p["num_canaries"] == [100, 1000, 10000] and p["repeats"] == 50
+    quick = load_figure("one_run", quick=True).params
+    assert quick["repeats"] < p["repeats"] and max(quick["num_canaries"]) <= 1000
+
+
+@pytest.mark.slow
+def test_compute_small(tmp_path):
+    fig = load_figure("one_run", quick=True, out=tmp_path)
+    fig = dataclasses.replace(fig, params=dict(fig.params, num_canaries=[64], repeats=6, batch=6))
+    rows = {r["method"]: r for r in compute_one_run(fig, {})["one_run"]}
+    assert set(rows) == {"one_run", "one_run_split", "eps_delta"}
+    # mu = sqrt(T) / sigma = 1 / 0.5 = 2: eps = 9.997 at delta 1e-5 (Corollary 2.13 of
+    # arXiv:1905.02383); allowance = 0.999-quantile of Binomial(6, 0.05) = 2.
+    allowed = int(scipy.stats.binom.ppf(0.999, 6, 0.05))
+    for row in rows.values():
+        assert row["exact_eps"] == pytest.approx(gdp_epsilon(1e-5, 2.0))
+        assert row["allowed"] == allowed and row["repeats"] == 6
+        assert row["over"] <= allowed and row["check"] == "pass"
+        assert 0 < row["median_eps_lower"] < row["exact_eps"]
+    assert rows["one_run"]["training_runs"] == 1 and rows["eps_delta"]["training_runs"] == 128
