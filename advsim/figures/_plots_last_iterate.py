@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 
@@ -24,6 +23,7 @@ from scipy.optimize import brentq
 
 from advsim.bounds import composition_epsilon, heuristic_epsilon, heuristic_epsilon_max_over_steps
 from advsim.experiment import run_audit
+from advsim.figures import exact_epsilon
 from advsim.mechanisms import history_epsilon, quadratic_exact_epsilon, repeaters_epsilon
 from advsim.mechanisms._quadratic_bound import quadratic_law
 from advsim.plotting import (
@@ -238,13 +238,7 @@ def compute_counterexamples(fig, rows):
         delta, acc = spec["delta"], mech.accounting()
         start = time.perf_counter()
         rec = run_audit(mech, adversary, trials=trials, method="eps_delta", delta=delta)
-        if grid is not None and "exact" in spec:
-            module, _, name = spec["exact"].partition(":")
-            exact = getattr(importlib.import_module(module), name)(
-                delta, **spec["params"], value_discretization_interval=grid
-            )
-        else:
-            exact = mech.exact_epsilon(delta)
+        exact = exact_epsilon(spec, mech, delta, grid)
         table.append(dict(
             construction=spec["construction"],
             parameters=f"T={acc.steps}, q={acc.sampling_prob:g}, sigma={acc.noise_multiplier:g}",

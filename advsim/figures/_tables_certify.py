@@ -41,6 +41,7 @@ from advsim.bounds import (
     mixture_tradeoff,
 )
 from advsim.bounds._violation_curves import heuristic_curve_lower
+from advsim.figures import exact_epsilon
 from advsim.mechanisms import LinearProcess, quadratic_exact_epsilon
 from advsim.mechanisms._quadratic_bound import quadratic_law
 from advsim.sweep import resolve
@@ -52,7 +53,9 @@ def _parameters(acc) -> str:
     return f"T={acc.steps}, q={acc.sampling_prob:g}, sigma={acc.noise_multiplier:g}"
 
 
-def _certify_grid(spec: dict, confidence: float, grid_start: int, seed: int) -> dict:
+def _certify_grid(
+    spec: dict, confidence: float, grid_start: int, seed: int, exact_grid: float | None = None
+) -> dict:
     mech = resolve("mechanism", spec["mechanism"]).build(**spec["params"])
     adversary = resolve("adversary", spec["adversary"]).build()
     acc, delta, max_trials = mech.accounting(), spec["delta"], spec["max_trials"]
@@ -85,7 +88,7 @@ def _certify_grid(spec: dict, confidence: float, grid_start: int, seed: int) -> 
         certified_max_over_steps=over_steps.certified,
         sigma_star_max_over_steps=over_steps.sigma_star,
         heuristic_max_eps=heuristic_epsilon_max_over_steps(*args),
-        exact_eps=float(mech.exact_epsilon(delta)), statement=final.statement,
+        exact_eps=exact_epsilon(spec, mech, delta, exact_grid), statement=final.statement,
         statement_max_over_steps=over_steps.statement, simulate_s=simulate_s,
         certify_s=certify_s,
     )  # fmt: skip
@@ -179,7 +182,9 @@ def compute_certificates(fig, rows):
     certificates = []
     for spec in p["constructions"]:
         spec = dict(spec, max_trials=spec["max_trials"] // p["trials_divisor"])
-        row = _certify_grid(spec, p["confidence"], p["grid_start"], p["seed"])
+        row = _certify_grid(
+            spec, p["confidence"], p["grid_start"], p["seed"], p.get("exact_discretization")
+        )
         note = f"needed {row['trials_needed']} ({row['simulate_s']:.0f} s simulate)"
         print(f"{row['construction']}: certified {row['certified']}, {note}", flush=True)
         certificates.append(row)

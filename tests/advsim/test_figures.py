@@ -122,7 +122,9 @@ def test_counterexamples_quick_exact_laws_are_the_mechanisms():
     import inspect
 
     rows = [r for r in load_figure("counterexamples", quick=True).params["rows"] if "exact" in r]
-    assert len(rows) == 2
+    certificates = load_figure("certificates", quick=True).params["constructions"]
+    rows += [r for r in certificates if "exact" in r]
+    assert len(rows) == 3
     for row in rows:
         function = _function(row["exact"])
         mech = resolve("mechanism", row["mechanism"]).build(**row["params"])
