@@ -24,7 +24,9 @@ composition's, GDP's): what a counterexample claim needs.
 
 With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
 the rates counted on the other half; `"same"` reproduces the papers' practice and is
-marked optimistic.
+marked optimistic. `audit(...)` also takes jax_privacy's other strategies: `"explicit"`
+(a given `threshold`), `"multi_split"` (lower median of split bounds at level alpha / 2,
+held out) and `"bonferroni"` (every threshold at level alpha / K; not held out).
 
 `bayesian_estimate` / `bayesian_audit` (Zanella-Beguelin et al. 2023) give a credible
 interval for eps (`BayesianEstimate`, Jeffreys priors): a statement about a posterior, not
@@ -35,7 +37,7 @@ training run from m canaries' scores and inclusion bits (`OneRunResult`); its gu
 says how k+ and k- were chosen.
 """
 
-from ._api import AUDIT_METHODS, AUDITS, audit, get_audit
+from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
 from ._assumption import (
     AssumptionCheck,
     check_gaussian_tradeoff,
@@ -79,6 +81,7 @@ __all__ = [
     "OneRunResult",
     "PAPER_EPS_GRID",
     "STATEMENTS",
+    "THRESHOLD_SELECTIONS",
     "TradeoffAudit",
     "VIOLATION_BOUNDS",
     "ViolationCertificate",

@@ -5,14 +5,15 @@ from __future__ import annotations
 from advsim._accounting import Accounting
 from advsim._scores import Scores
 
-from ._base import AbstractAudit
+from ._base import AbstractAudit, AbstractThresholdAudit
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
+from ._strategies import STRATEGIES, bonferroni_audit, explicit_audit, multi_split_audit
 from ._tradeoff import TradeoffAudit
 
-__all__ = ["AUDITS", "AUDIT_METHODS", "audit", "get_audit"]
+__all__ = ["AUDITS", "AUDIT_METHODS", "THRESHOLD_SELECTIONS", "audit", "get_audit"]
 
 #: Every audit by name; all share one contract (tests/audits/test_contract.py).
 AUDITS: dict[str, type[AbstractAudit]] = {
@@ -23,6 +24,9 @@ AUDITS: dict[str, type[AbstractAudit]] = {
 }
 #: Every name `audit` / `get_audit` accept.
 AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS))
+#: Every `threshold_selection` `audit` accepts: the audits' own ("split", "same") and
+#: jax_privacy's other strategies (`audits._strategies`).
+THRESHOLD_SELECTIONS: tuple[str, ...] = ("split", "same", *STRATEGIES)
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:
@@ -62,6 +66,8 @@ def audit(
     threshold_selection: str = "split",
     seed: int = 0,
     min_count: int = 50,
+    threshold: float | None = None,
+    num_splits: int = 21,
 ) -> AuditResult:
     """Audits `scores` with the named method; `get_audit(method, ...)(scores, ...)`.
 
@@ -74,16 +80,24 @@ def audit(
         accounting: the run's public parameters; required by `"family"` and
             `"tradeoff"`.
         confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (held out) or `"same"` (optimistic).
-        seed: seed for the split.
+        threshold_selection: `"split"` (held out), `"same"` (optimistic), or one of
+            jax_privacy's strategies (`audits._strategies`): `"explicit"` (at
+            `threshold`, all runs counted), `"multi_split"` (the lower median of
+            `num_splits` split bounds at level (1 - c) / 2, Meinshausen et al. 2009; held
+            out) or `"bonferroni"` (the best of all thresholds at level (1 - c) / K;
+            placed at the observed scores, so not held out).
+        seed: seed for the split (the first split's under `"multi_split"`).
         min_count: least counts at a threshold used by the point estimate.
+        threshold: the test's threshold, required by and only by `"explicit"`.
+        num_splits: splits of `"multi_split"`.
 
     Returns:
         An `AuditResult`.
 
     Raises:
-        ValueError: unknown method, bad delta/confidence, fewer than 2 scores per world,
-            `"family"` without accounting.
+        ValueError: unknown method or threshold_selection, bad delta/confidence, fewer
+            than 2 scores per world, `"family"` without accounting, a `threshold`
+            without `"explicit"` or `"explicit"` without one.
         NonFiniteScoresError: some score is NaN or inf.
 
     Example:
@@ -96,11 +110,35 @@ def audit(
         >>> (r.guarantee.assumption, r.rigorous, r.eps_lower > 0)
         ('gaussian_tradeoff', False, True)
     """
+    if threshold_selection not in THRESHOLD_SELECTIONS:
+        raise ValueError(
+            f"threshold_selection must be one of {THRESHOLD_SELECTIONS}, got "
+            f"{threshold_selection!r}"
+        )
+    if (threshold is not None) != (threshold_selection == "explicit"):
+        raise ValueError(
+            "threshold is given exactly when threshold_selection='explicit', got "
+            f"threshold_selection={threshold_selection!r}, threshold={threshold!r}"
+        )
+    strategy = threshold_selection if threshold_selection in STRATEGIES else None
     auditor = get_audit(
         method,
         confidence=confidence,
-        threshold_selection=threshold_selection,
+        threshold_selection="split" if strategy else threshold_selection,
         seed=seed,
         min_count=min_count,
     )
-    return auditor(scores, delta=delta, accounting=accounting)
+    if strategy is None:
+        return auditor(scores, delta=delta, accounting=accounting)
+    if not isinstance(auditor, AbstractThresholdAudit):
+        raise ValueError(
+            f"threshold_selection={strategy!r} needs a one-threshold audit "
+            f"('eps_delta', 'gdp', 'family'), got method={method!r}"
+        )
+    if strategy == "explicit":
+        return explicit_audit(auditor, scores, threshold, delta=delta, accounting=accounting)
+    if strategy == "multi_split":
+        return multi_split_audit(
+            auditor, scores, delta=delta, accounting=accounting, num_splits=num_splits
+        )
+    return bonferroni_audit(auditor, scores, delta=delta, accounting=accounting)

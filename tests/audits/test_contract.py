@@ -188,7 +188,7 @@ def test_validation_messages(method, scores):
         with pytest.raises(ValueError, match=r"confidence must be in \(0.5, 1\)"):
             run(method, scores, confidence=confidence)
     with pytest.raises(ValueError, match=r"threshold_selection must be"):
-        run(method, scores, threshold_selection="bonferroni")
+        run(method, scores, threshold_selection="median")
     with pytest.raises(ValueError, match="min_count must be an integer"):
         run(method, scores, min_count=0)
     with pytest.raises(ValueError, match="seed must be an integer"):
