@@ -9,7 +9,7 @@ import pytest
 import scipy.stats
 
 import advsim.bounds as bounds
-from advsim._dpsgd import dpsgd_update, run_mechanism
+from advsim._dpsgd import run_mechanism
 from advsim.audits import one_run_audit
 from advsim.mechanisms import GradientCanary, OneRunGradientCanaries
 from advsim.one_run import AbstractMultiCanary, OneRunScores, simulate_one_run
@@ -78,15 +78,18 @@ def test_interference_weakens_the_audit():
     assert np.median([r.eps_lower for r in shared]) < np.median([r.eps_lower for r in sep])
 
 
-def test_engine_clips_each_canary():
-    # Whatever the scale of a canary's gradient, one step moves the model along it by at
-    # most lr * C (the engine's clipping): here C = 0.5, eta = 2, no noise draw.
-    mech = _mech(clip_norm=0.5, learning_rate=2.0).with_included(jnp.ones(64, bool))
-    m1 = dpsgd_update(
-        mech, mech.init_model(), jnp.int32(1), jnp.bool_(False), mech.data_counts(),
-        jnp.zeros(64),
-    )  # fmt: skip
-    np.testing.assert_allclose(np.asarray(m1), 1.0, rtol=1e-6)
+def test_each_canary_has_sensitivity_c():
+    # The engine clips every data group to C (its contract, tests/mechanisms/
+    # test_contract.py); here every canary's gradient already has norm exactly C along its
+    # own direction, so clipping is a no-op and one canary moves the model by eta C (the
+    # per-canary sensitivity the exact epsilon assumes). Separate: orthogonal rows.
+    for layout in ("separate", "shared"):
+        mech = _mech(clip_norm=0.5, num_canaries=8, dim=8 if layout == "separate" else 3,
+                     layout=layout)  # fmt: skip
+        g = np.asarray(mech.data_gradients(mech.init_model(), 1))
+        np.testing.assert_allclose(np.linalg.norm(g, axis=1), 0.5, rtol=1e-6)
+        if layout == "separate":
+            np.testing.assert_array_equal(g, -0.5 * np.eye(8))
 
 
 def test_deterministic_and_padding_invariant(separate):
