@@ -34,7 +34,9 @@ a confidence bound, so it has no `eps_lower` and is never `rigorous`.
 
 `one_run_audit(scores, included, delta=...)` (Steinke, Nasr & Jagielski 2023) audits one
 training run from m canaries' scores and inclusion bits (`OneRunResult`); its guarantee
-says how k+ and k- were chosen.
+says how k+ and k- were chosen; `one_run_fdp_audit` (Mahloujifar, Melis & Chaudhuri 2024)
+rejects a Gaussian trade-off claim from the same guesses (`mu_lower`, assumption-free;
+its eps assumes the curve is Gaussian).
 """
 
 from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
@@ -60,6 +62,7 @@ from ._one_run import (
     one_run_guesses,
     one_run_p_value,
 )
+from ._one_run_fdp import gdp_one_run_rejects, one_run_fdp_audit, one_run_gdp_mu
 from ._result import AuditResult
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
@@ -93,10 +96,13 @@ __all__ = [
     "check_tradeoff_fit",
     "default_k_candidates",
     "certify_violation",
+    "gdp_one_run_rejects",
     "get_audit",
     "observed_tradeoff",
     "one_run_audit",
     "one_run_epsilon",
+    "one_run_fdp_audit",
+    "one_run_gdp_mu",
     "one_run_guesses",
     "one_run_p_value",
     "posterior_eps_cdf",

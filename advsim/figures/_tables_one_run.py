@@ -10,6 +10,9 @@ Binomial(repeats, 1 - confidence) (the rule of `advsim.testing.Calibration`). Ro
 - `one_run` (Steinke, Nasr & Jagielski 2023, `audits.one_run_audit`, k+/k- Bonferroni
   over the default grid, a bound that assumes nothing): 1 training run of m canaries;
 - `one_run_split`: the same with k+/k- chosen on a held-out half of the canaries;
+- `one_run_fdp` (Mahloujifar, Melis & Chaudhuri 2024, `audits.one_run_fdp_audit`): the
+  Gaussian trade-off claim rejected on the same guesses (k- = 0, Bonferroni over k+), its
+  mu_lower read as eps: an (eps, delta) bound because this run's curve is exactly G_mu;
 - `eps_delta` (`audits.EpsDeltaAudit`, threshold chosen on a held-out half): the ordinary
   audit of one canary (`GradientCanary`, the same T, sigma, C, fixed batch) with m runs
   per world, i.e. 2m training runs.
@@ -26,7 +29,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ProjectionScore
-from advsim.audits import EpsDeltaAudit
+from advsim.audits import EpsDeltaAudit, one_run_fdp_audit
 from advsim.mechanisms import GradientCanary, OneRunGradientCanaries
 from advsim.one_run import simulate_one_run
 
@@ -70,6 +73,12 @@ def compute_one_run(figure, rows) -> dict:
             row["wall_time_s"] = round(row["wall_time_s"] + time.perf_counter() - t0, 1)
             out.append(row)
             start = time.perf_counter()
+        t0 = time.perf_counter()
+        eps = [
+            one_run_fdp_audit(a, b, delta=delta, confidence=confidence).eps_lower
+            for a, b in zip(sims.scores, sims.included, strict=True)
+        ]
+        out.append(_row(m, "one_run_fdp", 1, truth, eps, confidence, t0))
         # The ordinary audit: one canary, m runs per world, repeat i from runs
         # [i m, (i + 1) m) of one simulation (run i depends on its index alone).
         start = time.perf_counter()

@@ -1,6 +1,8 @@
 """The one-run table (`advsim figure one_run`): its file, and a small run of its hook."""
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
 import scipy.stats
@@ -25,7 +27,7 @@ def test_compute_small(tmp_path):
     fig = load_figure("one_run", quick=True, out=tmp_path)
     fig = dataclasses.replace(fig, params=dict(fig.params, num_canaries=[64], repeats=6, batch=6))
     rows = {r["method"]: r for r in compute_one_run(fig, {})["one_run"]}
-    assert set(rows) == {"one_run", "one_run_split", "eps_delta"}
+    assert set(rows) == {"one_run", "one_run_split", "one_run_fdp", "eps_delta"}
     # mu = sqrt(T) / sigma = 1 / 0.5 = 2: eps = 9.997 at delta 1e-5 (Corollary 2.13 of
     # arXiv:1905.02383); allowance = 0.999-quantile of Binomial(6, 0.05) = 2.
     allowed = int(scipy.stats.binom.ppf(0.999, 6, 0.05))
@@ -35,3 +37,19 @@ def test_compute_small(tmp_path):
         assert row["over"] <= allowed and row["check"] == "pass"
         assert 0 < row["median_eps_lower"] < row["exact_eps"]
     assert rows["one_run"]["training_runs"] == 1 and rows["eps_delta"]["training_runs"] == 128
+
+
+@pytest.mark.slow
+def test_readme_section_runs_and_prints_what_it_says(capsys):
+    # The README's "Auditing with few runs" code, run as written; its comments state the
+    # printed values (the Bayesian interval of the worked example, the one-run bound on one
+    # simulated run, the exact eps of mu = 2).
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = text.index("### Auditing with few runs")
+    section = text[start : text.index("\n## ", start)]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    namespace = {"__name__": "readme_one_run"}
+    exec(compile(code, "README.md", "exec"), namespace)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["[0.144, 6.416] credible interval", "2.78 rigorous 9.997"]
+    assert namespace["r"].eps_lower < namespace["mech"].epsilon(1e-5)

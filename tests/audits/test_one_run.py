@@ -12,8 +12,11 @@ import advsim.bounds as bounds
 from advsim.audits import (
     OneRunResult,
     default_k_candidates,
+    gdp_one_run_rejects,
     one_run_audit,
     one_run_epsilon,
+    one_run_fdp_audit,
+    one_run_gdp_mu,
     one_run_guesses,
     one_run_p_value,
 )
@@ -260,3 +263,57 @@ def test_bad_arrays():
 def test_default_grid():
     assert default_k_candidates(10)[:3] == [(1, 0), (2, 0), (5, 0)]
     assert max(k for k, _ in default_k_candidates(1000)) == 500
+
+
+# --- f-DP in one run (Mahloujifar, Melis & Chaudhuri 2024, arXiv:2410.22235) -------------
+
+
+@pytest.mark.parametrize("m", [200, 2000])
+def test_fdp_equals_jax_privacy_explicit_threshold(m):
+    # jax_privacy 2.0 epsilon_one_run_fdp with Explicit(tau): the same recursion for G_mu,
+    # parameterised by eps through dp_accounting.get_sigma_gaussian (tol 1e-12) and solved
+    # by Brent to xtol 1e-6; ours bisects on mu and reads eps by Corollary 2.13.
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    scores, included = _one_run_scores(m, 2.0, seed=m + 1)
+    auditor = auditing.CanaryScoreAuditor(scores[included], scores[~included])
+    for tau in (1.0, 2.0, 3.0):
+        k = int(np.sum(scores >= tau))
+        theirs = auditor.epsilon_one_run_fdp(0.05, DELTA, threshold_strategy=auditing.Explicit(tau))
+        ours = one_run_fdp_audit(scores, included, delta=DELTA, k_plus=k)
+        assert ours.eps_lower == pytest.approx(theirs, abs=1e-6)
+
+
+def test_fdp_states_its_assumption_and_the_gdp_certificate():
+    scores, included = _one_run_scores(2000, 2.0, seed=9)
+    r = one_run_fdp_audit(scores, included, delta=DELTA)
+    g = r.guarantee
+    assert g.assumption == "gaussian_tradeoff" and not r.rigorous and g.held_out
+    assert g.certified.startswith("not mu-GDP for any mu <")
+    mu = r.extras["mu_lower"]
+    # Scores N(2, 1) vs N(0, 1) are exactly G_2: sound in mu, and eps is G_mu's eps.
+    assert 0 < mu <= 2.0 and r.eps_lower == pytest.approx(bounds.gdp_epsilon(DELTA, mu))
+    # The margin decreases in mu: rejected just below mu_lower, not just above.
+    m, k, v, level = 2000, r.num_guesses, r.num_correct, r.extras["level"]
+    assert gdp_one_run_rejects(m, k, v, mu - 1e-6, level) > 0
+    assert gdp_one_run_rejects(m, k, v, mu + 1e-6, level) <= 0
+    assert one_run_gdp_mu(m, k, k // 2, level=level) == 0.0  # chance-level guesses
+
+
+def test_fdp_uses_the_guesses_better_than_eps_delta():
+    # The paper's point: on the same guesses the f-DP claim is rejected further out than
+    # the (eps, delta) claim (measured 4.35 vs 2.70 here at k = 496, m = 2000, mu = 2).
+    scores, included = _one_run_scores(2000, 2.0, seed=2001)
+    k = int(np.sum(scores >= 2.0))
+    fdp = one_run_fdp_audit(scores, included, delta=DELTA, k_plus=k)
+    epsdelta = one_run_audit(
+        scores, included, delta=DELTA, k_selection="fixed", k_plus=k, k_minus=0
+    )
+    assert fdp.eps_lower > epsdelta.eps_lower
+
+
+def test_fdp_bad_input():
+    scores, included = _one_run_scores(100, 1.0, seed=0)
+    with pytest.raises(ValueError, match="k_plus"):
+        one_run_fdp_audit(scores, included, delta=DELTA, k_plus=0)
+    with pytest.raises(ValueError, match="not both"):
+        one_run_fdp_audit(scores, included, delta=DELTA, k_plus=5, candidates=[5])
