@@ -9,6 +9,7 @@ from advsim.adversaries.history import CoordinateLikelihoodRatio
 from advsim.adversaries.landscape import ThresholdAdversary, ThresholdSearch, threshold_search
 from advsim.adversaries.likelihood_encoding import LikelihoodSumDecoder
 from advsim.adversaries.projection import LikelihoodRatioScore, ProjectionScore
+from advsim.adversaries.real_models import CanaryGradientProjection, CanaryLoss
 from advsim.adversaries.repeaters import RepeaterDecoder
 
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
@@ -16,3 +17,4 @@ __all__ += ["CoordinateLikelihoodRatio", "RepeaterDecoder"]
 __all__ += ["LikelihoodSumDecoder"]
 __all__ += ["ThresholdAdversary", "ThresholdSearch", "threshold_search"]
 __all__ += ["BiasedCoordinate", "RandomDirection", "SimulatedBiasedDimension"]
+__all__ += ["CanaryGradientProjection", "CanaryLoss"]

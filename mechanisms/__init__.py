@@ -13,6 +13,14 @@ from advsim.mechanisms.landscape import ThresholdLandscape
 from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.one_run import OneRunGradientCanaries
+from advsim.mechanisms.real_models import (
+    AbstractCanaryExample,
+    RealModelGradientCanary,
+    RealModelInputCanary,
+    accuracy_report,
+    heldout_accuracy,
+    load_dataset,
+)
 from advsim.mechanisms.regularizers import (
     QuadraticRegularizer,
     ZeroingRegularizer,
@@ -38,3 +46,5 @@ __all__ += [
 __all__ += ["OneRunGradientCanaries"]
 __all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve"]
 __all__ += ["two_step_density", "two_step_epsilon", "two_step_gdp_curve"]
+__all__ += ["AbstractCanaryExample", "RealModelGradientCanary", "RealModelInputCanary"]
+__all__ += ["accuracy_report", "heldout_accuracy", "load_dataset"]

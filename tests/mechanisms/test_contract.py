@@ -30,6 +30,8 @@ import pytest
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule
 from advsim.adversaries import (
+    BiasedCoordinate,
+    CanaryLoss,
     CoordinateLikelihoodRatio,
     LikelihoodSumDecoder,
     ProjectionScore,
@@ -44,6 +46,8 @@ from advsim.mechanisms import (
     LinearProcess,
     MaliciousRepeaters,
     QuadraticRegularizer,
+    RealModelGradientCanary,
+    RealModelInputCanary,
     ThresholdLandscape,
     ZeroingRegularizer,
 )
@@ -115,6 +119,22 @@ CASES: list[Case] = [
             batching="fixed",
         ),
         lambda: RandomDirection(1),
+    ),
+    Case(
+        "real-model-logistic-gradient-canary",
+        # breast_cancer, 8 examples each a group of count 1 (Poisson-sampled by the engine);
+        # lr 1: most per-example gradients have norm > C = 1 at the shifted model.
+        lambda: RealModelGradientCanary(
+            4, 0.3, 1.0, num_examples=8, learning_rate=1.0,
+            canary_schedule=CanarySchedule.every(2, first=2, sampled=False),
+        ),  # fmt: skip
+        lambda: BiasedCoordinate(3),
+    ),
+    Case(
+        "real-model-mlp-input-canary",
+        # a 30-2-1 MLP and a mislabeled canary, Poisson-sampled at every step.
+        lambda: RealModelInputCanary(2, 0.3, 1.0, model="mlp", width=2, num_examples=4),
+        CanaryLoss,
     ),
 ]
 
