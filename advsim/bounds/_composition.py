@@ -91,17 +91,28 @@ class _LRU(collections.OrderedDict):
         return value
 
 
-# PLDs are large (up to ~10^7 floats): keep the last few; epsilons and calibrated
-# noise multipliers are floats: keep many.
+# PLDs are large (up to ~10^7 floats): keep the last few small ones; epsilons and
+# calibrated noise multipliers are floats: keep many.
 _PLDS = _LRU(4)
 _EPSILONS = _LRU(4096)
 _CALIBRATED = _LRU(1024)
 
 
+# PLDs larger than this many grid points (40 MB) are not kept.
+_PLD_CACHE_POINTS = 5_000_000
+
+
 def _pld(q: float, sigma: float, n: int, vdi: float, bar=None) -> pld_lib.PrivacyLossDistribution:
     """What dp_accounting's `PLDAccountant(vdi)` holds after composing n steps of
-    `PoissonSampledDpEvent(q, GaussianDpEvent(sigma))` ($q < 1$; bit for bit, cached)."""
-    return _PLDS.get_or((q, sigma, n, vdi), lambda: composed_pld(q, sigma, n, vdi, bar=bar))
+    `PoissonSampledDpEvent(q, GaussianDpEvent(sigma))` ($q < 1$; bit for bit; cached when
+    it holds at most `_PLD_CACHE_POINTS` points)."""
+    key = (q, sigma, n, vdi)
+    if key in _PLDS:
+        return _PLDS.get_or(key, None)
+    pld = composed_pld(q, sigma, n, vdi, bar=bar)
+    if pld._pmf_remove.size + pld._pmf_add.size <= _PLD_CACHE_POINTS:  # noqa: SLF001
+        _PLDS.get_or(key, lambda: pld)
+    return pld
 
 
 def _pld_epsilon(q: float, sigma: float, n: int, vdi: float, delta: float, bar=None) -> float:
