@@ -117,17 +117,21 @@ def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
     print(f"3. engine normals/s over raw jax.random.normal normals/s (same count), T={steps}:")
     for d in dims:
         mech = LinearProcess(steps, 0.01, 1.0, dim=d)
-        trials = max(1024, normals // (2 * steps * d))
+        # Whole blocks in one chunk: no run is computed and dropped.
+        block = advsim.block_size(mech)
+        trials = block * max(1, round(normals / (2 * steps * d * block)))
         total = 2 * trials * steps * d
         raw = jax.jit(lambda k, total=total: jax.random.normal(k, (total,), jnp.float32))
         key = jax.random.key(0)
 
         def engine(mech=mech, trials=trials):
-            advsim.simulate(mech, ProjectionScore(), trials, key=1, progress=False)
+            advsim.simulate(
+                mech, ProjectionScore(), trials, key=1, chunk_size=trials, progress=False
+            )
 
         def old_engine(mech=mech, trials=trials):
             with _vector_coordinates(2**62):  # the width of a whole block: the old engine
-                advsim.simulate(mech, ProjectionScore(), trials, key=1, progress=False)
+                engine(mech, trials)
 
         t = _rounds(
             {
