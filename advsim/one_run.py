@@ -31,6 +31,7 @@ from advsim._dpsgd import run_mechanism
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key
 from advsim._validation import check_int
+from advsim.audits import one_run_audit
 
 __all__ = ["AbstractMultiCanary", "OneRunScores", "simulate_one_run"]
 
@@ -88,8 +89,6 @@ class OneRunScores:
 
     def audit(self, **kwargs) -> list:
         """`advsim.audits.one_run_audit` on every repetition (kwargs passed through)."""
-        from advsim.audits import one_run_audit
-
         return [
             one_run_audit(s, b, **kwargs) for s, b in zip(self.scores, self.included, strict=True)
         ]

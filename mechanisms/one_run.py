@@ -37,6 +37,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from advsim._mechanism import DPSGDParams
 from advsim._validation import check_delta, check_int
+from advsim.bounds import gdp_epsilon, heuristic_epsilon
 from advsim.one_run import AbstractMultiCanary
 
 __all__ = ["OneRunGradientCanaries"]
@@ -149,8 +150,6 @@ class OneRunGradientCanaries(AbstractMultiCanary):
         """Each canary's exact eps at `delta` for `"separate"` (an upper bound, no longer
         attained, for `"shared"`): mu-GDP with mu = sqrt(T) / sigma for a fixed batch,
         the heuristic's eps(T, q, sigma) under Poisson sampling."""
-        from advsim.bounds import gdp_epsilon, heuristic_epsilon
-
         delta = check_delta("delta", delta)
         sigma = float(self.noise_multiplier)
         if self.batching == "fixed" or float(self.sampling_prob) == 1.0:
