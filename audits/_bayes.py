@@ -28,8 +28,8 @@ over the interval of FPR the region allows), deterministic and vectorised: about
 
 **A credible interval is not a confidence bound.** It says where the posterior puts its
 mass under the Jeffreys prior; it makes no claim about what happens over repeated runs,
-and its lower end is not an `eps_lower` (on few runs it can exceed the true epsilon far
-more often than `alpha / 2`). This is why the result is its own type,
+and its lower end is not an `eps_lower`: nothing bounds how often it exceeds the true
+epsilon over repeated runs. This is why the result is its own type,
 `BayesianEstimate`, with a `credible_interval` and no `eps_lower` field: a table that
 collects `eps_lower` from `AuditResult`s cannot pick it up by accident, and its
 `guarantee` says `"eps_credible_interval"`, assumption `"jeffreys_prior"`, never
