@@ -215,7 +215,7 @@ def bayesian_estimate(
         alpha: 1 - credibility, in (0, 1) (privacy_estimates' `alpha`: 0.1 gives the 5%
             and 95% posterior quantiles).
         grid_size: cells of the FNR quantile grid (>= 16); 1024 and 8192 cells give the
-            same interval to 2e-5 relative on the worked example and on counts of
+            same interval to 1e-4 relative on the worked example and on counts of
             10^6 runs (about 0.05-0.4 s per interval on one core).
         threshold, held_out, multiplicity: how the test was chosen, for the guarantee.
 
