@@ -29,7 +29,7 @@ def test_compute_small(tmp_path):
     rows = {r["method"]: r for r in compute_one_run(fig, {})["one_run"]}
     assert set(rows) == {"one_run", "one_run_split", "one_run_fdp", "eps_delta"}
     # mu = sqrt(T) / sigma = 1 / 0.5 = 2: eps = 9.997 at delta 1e-5 (Corollary 2.13 of
-    # arXiv:1905.02383); allowance = 0.999-quantile of Binomial(6, 0.05) = 2.
+    # arXiv:1905.02383); allowance = 0.999-quantile of Binomial(6, 0.05) = 3.
     allowed = int(scipy.stats.binom.ppf(0.999, 6, 0.05))
     for row in rows.values():
         assert row["exact_eps"] == pytest.approx(gdp_epsilon(1e-5, 2.0))
