@@ -29,8 +29,8 @@ seen. `k_selection` says how they were chosen, and the result's `guarantee` reco
 - `"split"`: the best pair is chosen on a random half of the canaries (their bits are then
   known, fixed data to the audit), scaled to the other half, and audited there with
   $m$ its size: held out.
-- `"same"`: the best pair on the same canaries at level $1 - c$: the papers' practice
-  ("we report the best of several k"), optimistic; the guarantee says so.
+- `"same"`: the best pair on the same canaries at level $1 - c$ (reporting the best of
+  several k on the scored run): optimistic; the guarantee says so.
 """
 
 from __future__ import annotations
