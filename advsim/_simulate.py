@@ -42,10 +42,13 @@ __all__ = [
 
 #: Upper bound on the memory one block of runs may take.
 BLOCK_MEMORY_BYTES = 64 * 2**20
-#: Runs vectorised side by side hold at most this many model coordinates: at d = 10-100
-#: lanes of 1024 runs ran 3-7x slower than lanes of 4096 / d runs (measured on 2 CPU
-#: cores with `scripts/benchmark_sampling.py`; d = 1 keeps 1024).
-VECTOR_COORDINATES = 4096
+#: Runs vectorised side by side hold at most this many model coordinates: at d = 30 and
+#: 100, lanes of a whole block (1024 or 256 runs) ran at 0.8 and 1.2 of the raw sampler's
+#: normals per CPU second, lanes of 128-256 and 32-64 runs at 1.7-2.3 (2 CPU cores,
+#: `scripts/benchmark_sampling.py`). Models with d <= 8 keep lanes of 1024 runs, and
+#: with them the exact numbers of earlier versions (a lane's float rounding can depend on
+#: the width: the gradient canary's scores did).
+VECTOR_COORDINATES = 8192
 _MAX_TRIALS = 2**32 - 1  # run indices are folded into the key as uint32
 _MAX_SEED = 2**64 - 1
 
