@@ -122,10 +122,11 @@ CASES: list[Case] = [
     ),
     Case(
         "real-model-logistic-gradient-canary",
-        # breast_cancer, 8 examples each a group of count 1 (Poisson-sampled by the engine);
-        # lr 1: most per-example gradients have norm > C = 1 at the shifted model.
+        # breast_cancer, 8 examples each a group of count 1; lr 1: most per-example
+        # gradients have norm > C = 1 at the shifted model. A fixed batch (the case below
+        # covers the engine's Poisson sampling of real-model examples).
         lambda: RealModelGradientCanary(
-            4, 0.3, 1.0, num_examples=8, learning_rate=1.0,
+            4, 0.3, 1.0, num_examples=8, learning_rate=1.0, batching="fixed",
             canary_schedule=CanarySchedule.every(2, first=2, sampled=False),
         ),  # fmt: skip
         lambda: BiasedCoordinate(3),
