@@ -126,9 +126,14 @@ CASES: list[Case] = [
         # gradients have norm > C = 1 at the shifted model. A fixed batch (the case below
         # covers the engine's Poisson sampling of real-model examples).
         lambda: RealModelGradientCanary(
-            4, 0.3, 1.0, num_examples=8, learning_rate=1.0, batching="fixed",
+            4,
+            0.3,
+            1.0,
+            num_examples=8,
+            learning_rate=1.0,
+            batching="fixed",
             canary_schedule=CanarySchedule.every(2, first=2, sampled=False),
-        ),  # fmt: skip
+        ),
         lambda: BiasedCoordinate(3),
     ),
     Case(
