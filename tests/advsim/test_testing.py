@@ -1,6 +1,7 @@
 """Tests of advsim.testing itself: strategies draw valid values in their bounds, checks
 fail with reports that name what is needed to replay, calibration counts correctly."""
 
+import linecache
 import math
 import re
 from pathlib import Path
@@ -279,4 +280,8 @@ def _readme_section(title: str) -> str:
 
 def test_readme_property_testing_section_runs():
     code = _readme_section("Property testing")
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme_property_testing"})
+    # hypothesis reads each test's source (inspect.getsource) to seed it: give the extracted
+    # code a file name of its own in linecache, or it reads unrelated lines of README.md.
+    name = "<README.md: Property testing>"
+    linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)
+    exec(compile(code, name, "exec"), {"__name__": "readme_property_testing"})
