@@ -79,7 +79,7 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
 def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsys, monkeypatch):
     import re
 
-    import advsim.cli as cli
+    import advsim.cli._audit as cli
 
     printed, calls = [], []
     real = cli.run_audit

@@ -2,7 +2,7 @@
 
 - The engine (`advsim/_*.py`, `advsim/bounds/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
-- The drivers (`advsim/cli.py`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/testing/`,
+- The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/testing/`,
   `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
   on is read off its first lines.
@@ -29,7 +29,7 @@ def _engine_files() -> list[Path]:
 
 def _driver_files() -> list[Path]:
     return [
-        ADVSIM / "cli.py",
+        *sorted((ADVSIM / "cli").rglob("*.py")),
         ADVSIM / "experiment.py",
         *sorted((ADVSIM / "sweep").rglob("*.py")),
         *sorted((ADVSIM / "testing").rglob("*.py")),

@@ -1,0 +1,101 @@
+"""The command line's shared pieces: the one-line user error and the checks that raise it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["UsageError"]
+
+#: The largest seed `jax.random.key` takes (a 64-bit signed integer).
+_MAX_SEED = 2**63 - 1
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit status 2, no traceback.
+
+    Attributes:
+        prog: the command it belongs to ("advsim audit"), where the parser knows it.
+    """
+
+    def __init__(self, message: str, prog: str | None = None):
+        super().__init__(message)
+        self.prog = prog
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = float(text)  # accept 1e6
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if not value.is_integer() or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(value)
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not 0 <= value <= _MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^63 - 1], got {text}")
+    return value
+
+
+def _check(flag: str, check, value, *args, **kwargs):
+    """Runs an `advsim._validation` check with the flag's name in its message."""
+    try:
+        return check(flag, value, *args, **kwargs)
+    except (TypeError, ValueError) as err:
+        raise UsageError(str(err)) from None
+
+
+def _check_out(flag: str, out: Path) -> None:
+    """Refuses an output folder that cannot be used, before any work and without creating
+    anything: an existing file, a parent that is a file, a place where nothing can be
+    created (probed with a temporary folder, removed at once)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{flag} {out} is an existing file, not a folder; choose a folder path")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {out}: {parent} is a file, not a folder; choose another path")
+    try:
+        probe = tempfile.mkdtemp(prefix=".advsim-probe-", dir=parent)
+    except OSError as err:
+        raise UsageError(
+            f"{flag} {out}: cannot create anything in {parent} ({err.strerror}); choose a "
+            "writable folder"
+        ) from None
+    os.rmdir(probe)
+
+
+@contextlib.contextmanager
+def _cleanup_if_empty(out: Path):
+    """Removes `out` (and the parents this run created) if the block fails before writing
+    anything into it, so that a failed run leaves no empty folder behind."""
+    created = []
+    path = out
+    while not path.exists():
+        created.append(path)
+        path = path.parent
+    try:
+        yield
+    except BaseException:
+        for path in created:  # deepest first
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+        raise
