@@ -256,6 +256,7 @@ def test_engine_tables_off_in_float32():
     assert count_samplers(_Groups64([3, 10**6])) is None
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 def test_run_mechanism_draws_each_group_from_its_sampler(x64):
     # The model after each step is m - (n_1 e_1 + n_2 e_2 + 1e-12 xi): the release reads
     # the counts back exactly (float64 holds integers below 2^53).

@@ -70,6 +70,7 @@ def test_figure14_quick(tmp_path):
     assert at[(4.0, 1.0, 25.0)] < 0.6 * at[(4.0, 1.0, 1.0)]
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 @pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 def test_threshold_search_quick(tmp_path):
     """Algorithm 5 at T = 2 (a compute hook, no sweep): the search is at least the audit of

@@ -348,6 +348,7 @@ def test_plot_sweep_and_cli(tmp_path, capsys):
     assert main(["plot", str(tmp_path / "nothing")]) == 2
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 def test_figure1_quick(tmp_path, capsys):
     """advsim figure figure1 --quick: the three regimes of Figure 1 of arXiv:2410.06186,
     composition >= heuristic everywhere, (c) non-monotone; a rerun with --resume reuses

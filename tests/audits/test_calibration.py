@@ -77,6 +77,7 @@ def test_eps_delta_audit_calibrated():
     assert rr_median > 0.7 * rr_truth  # the check is not vacuous: bounds come close
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 def test_family_audit_calibrated():
     # The family itself (T = 10, q = 0.5, sigma = 1): sigma_upper must cover sigma.
     steps, q, sigma = 10, 0.5, 1.0

@@ -129,6 +129,7 @@ def test_accounting_counts_only_insertion_steps(k):
         assert last < 0.75 * comp
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 def test_gaussian_data_is_linear_process_with_data():
     kwargs = dict(dim=3, num_examples=10, scale=3.0, data_seed=7)
     ours = GradientCanary(12, 0.2, SIGMA, data="gaussian", canary_direction=2, **kwargs)

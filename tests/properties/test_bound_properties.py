@@ -335,6 +335,7 @@ def _pld_epsilon_of(delta, support, probs, scale) -> float:
     ).get_epsilon_for_delta(delta)
 
 
+@pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 @settings(SETTINGS, max_examples=25)
 @given(dpsgd_params(steps=(1, 10), noise_multiplier=(0.5, 5.0), delta=(1e-10, 1e-2), period=(1, 3)))
 def test_heuristic_agrees_with_dp_accounting_mixture_pld(p):
