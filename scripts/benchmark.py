@@ -20,15 +20,17 @@ Prints, in one run on this machine:
      a subprocess, stopped after --old-max-timeout seconds).
 
 Usage: python scripts/benchmark.py [--trials 200000] [--steps 1000] [--quick]
-           [--only {all,simulation,bounds}]
+           [--only {all,simulation,bounds,sampling}]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import multiprocessing as mp
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -257,7 +259,11 @@ def main(argv=None) -> None:
         "--quick: 1 100 1000)",
     )
     parser.add_argument(
-        "--only", choices=("all", "simulation", "bounds"), default="all", help="which rows"
+        "--only",
+        choices=("all", "simulation", "bounds", "sampling"),
+        default="all",
+        help="which rows (sampling: scripts/benchmark_sampling.py's binomial, Figure 2 and "
+        "d-dimensional rows)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer runs, fewer repeats")
     args = parser.parse_args(argv)
@@ -267,6 +273,17 @@ def main(argv=None) -> None:
     from advsim.experiment import DEFAULT_STEPS
 
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
+    if args.only in ("all", "sampling"):
+        # The sampling rows (exact huge binomials, Figure 2 of Annamalai, throughput by
+        # dimension) live in their own script, run here so one command prints every figure.
+        spec = importlib.util.spec_from_file_location(
+            "benchmark_sampling", Path(__file__).with_name("benchmark_sampling.py")
+        )
+        sampling = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sampling)
+        sampling.main(["--quick"] if args.quick else [])
+    if args.only == "sampling":
+        return
     if args.only in ("all", "bounds"):
         cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)
         calibration_rows(cal_steps)
