@@ -112,13 +112,18 @@ def gdp_epsilon(delta, mu) -> float:
     log_delta = math.log(delta)
     lo = 0.5 * mu  # eps = 0
     hi = mu - ndtri(delta)  # delta(u) <= Phi(mu - u) = delta
-    u = brentq(
-        lambda x: _log_delta(mu * x - 0.5 * mu * mu, x, mu) - log_delta,
-        lo,
-        hi,
-        xtol=_XTOL,
-        rtol=_RTOL,
-    )
+
+    def f(x):
+        return _log_delta(mu * x - 0.5 * mu * mu, x, mu) - log_delta
+
+    if not f(lo) > 0 > f(hi):
+        # Only for huge mu (1e8 and beyond at delta = 1e-5): eps = mu u - mu^2 / 2 cancels
+        # beyond float64's precision, so the bracket's ends cannot be told apart.
+        raise ValueError(
+            f"mu={mu:g} is too large for gdp_epsilon in float64 (eps would be about "
+            f"mu^2 / 2 = {0.5 * mu * mu:.3g}); valid for mu up to about 3e7"
+        )
+    u = brentq(f, lo, hi, xtol=_XTOL, rtol=_RTOL)
     return max(mu * u - 0.5 * mu * mu, 0.0)
 
 
