@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism
-from advsim._simulate import simulate
+from advsim._simulate import as_key, simulate
 from advsim._validation import check_delta, check_in_interval, check_int
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for, calibrate_noise_multiplier
@@ -137,7 +137,8 @@ def run_audit(
         mechanism: the DP-SGD run.
         adversary: crafts it and scores its releases.
         trials: runs per world.
-        seed: the simulation key is `jax.random.key(seed)`; the split of runs into
+        seed: the simulation key is `advsim._simulate.as_key(seed)` (`jax.random.key(seed)`
+            for seeds below 2**32); the split of runs into
             threshold-choosing and counting halves also uses `seed`.
         method: "family" (needs T and q: the last-iterate paper's audit; assumes the
             run is in the heuristic's family), "gdp" (assumes a Gaussian trade-off),
@@ -168,7 +169,7 @@ def run_audit(
             mechanism,
             adversary,
             trials,
-            jax.random.key(seed),
+            as_key(seed),
             chunk_size=chunk_size,
             progress=progress,
         )
@@ -327,8 +328,7 @@ def run_threshold_search(
     delta = check_delta("delta", delta)
     if multiplicity not in ("bonferroni", "none"):
         raise ValueError(f"multiplicity must be 'bonferroni' or 'none', got {multiplicity!r}")
-    if isinstance(key, int):
-        key = jax.random.key(key)
+    key = as_key(key)
     hs = search.thresholds(mechanism)
     each = confidence
     if multiplicity == "bonferroni":
