@@ -17,6 +17,7 @@ from advsim._mechanism import (
     AbstractSumEncoding,
     AbstractThresholdLandscape,
     CanarySchedule,
+    DPSGDOptions,
     DPSGDParams,
 )
 from advsim._scores import NonFiniteScoresError, Scores
@@ -34,6 +35,7 @@ __all__ = [
     "AbstractThresholdLandscape",
     "Accounting",
     "CanarySchedule",
+    "DPSGDOptions",
     "DPSGDParams",
     "NonFiniteScoresError",
     "Scores",

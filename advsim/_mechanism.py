@@ -11,7 +11,7 @@ with.
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypedDict
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -29,6 +29,7 @@ __all__ = [
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
     "CanarySchedule",
+    "DPSGDOptions",
     "DPSGDParams",
     "as_traced_float",
 ]
@@ -136,6 +137,29 @@ class CanarySchedule(eqx.Module):
         if self.last is not None:
             ok = ok & (t <= self.last)
         return ok
+
+
+class DPSGDOptions(TypedDict, total=False):
+    """The keyword hyperparameters of `DPSGDParams`, as a mechanism forwards them.
+
+    A mechanism whose run may use any of them takes `**dpsgd: Unpack[DPSGDOptions]` after
+    its own keywords and builds `DPSGDParams(steps, sampling_prob, noise_multiplier,
+    **dpsgd)`, so the four are spelled, defaulted and checked in one place. Sweep configs
+    and `advsim.sweep.resolve` read these keys off the annotation, so an unknown key is
+    still refused by name before anything runs.
+
+    Keys:
+        clip_norm: C > 0 (default 1.0).
+        learning_rate: eta > 0 (default 1.0).
+        canary_schedule: a `CanarySchedule` or its string form (default: every step,
+            Poisson-sampled, unless the mechanism says otherwise).
+        batching: "poisson" (default) or "fixed".
+    """
+
+    clip_norm: float
+    learning_rate: float
+    canary_schedule: CanarySchedule | str | None
+    batching: Literal["poisson", "fixed"]
 
 
 class DPSGDParams(eqx.Module):

@@ -31,7 +31,7 @@ along $u$ is the last-iterate heuristic's mixture (Theorem 1 of arXiv:2410.06186
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Unpack
 
 import equinox as eqx
 import jax
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, DPSGDParams
+from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, DPSGDOptions, DPSGDParams
 from advsim._validation import check_int, check_positive
 from advsim.mechanisms.linear import LinearProcess
 
@@ -112,15 +112,10 @@ class GradientCanary(AbstractDirectedCanary):
         sampling_prob: q in (0, 1]: the other examples' sampling rate, and the canary's
             when its schedule is `sampled`.
         noise_multiplier: sigma > 0.
-        clip_norm: C > 0.
-        learning_rate: eta > 0.
         dim: d >= 1.
         canary_direction: the unit direction u the canary moves the model: a coordinate
             index (a biased dimension, Algorithms 2-3) or a vector (normalised). An
             adversary's `craft` usually sets it (`with_direction`).
-        canary_schedule: default `CanarySchedule.every(1, sampled=False)` (every step,
-            always inserted).
-        batching: "poisson" (default) or "fixed".
         data: "zero", "gaussian" or "logistic" (see the module docstring).
         num_examples: distinct other examples (ignored for "zero").
         copies: identical copies of each (a group of the engine), so a dataset of
@@ -128,6 +123,9 @@ class GradientCanary(AbstractDirectedCanary):
         scale: norm scale of the "gaussian" gradients / largest feature scale ("logistic").
         spread: ratio of the largest to the smallest feature scale ("logistic").
         data_seed: seed of the dataset (numpy), fixed before training.
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default
+            `CanarySchedule.every(1, sampled=False)`: every step, always inserted), batching
+            ("poisson" default, or "fixed"): `DPSGDOptions`.
 
     Raises:
         ValueError: any argument outside its range (the message names it).
@@ -154,30 +152,19 @@ class GradientCanary(AbstractDirectedCanary):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
         dim: int = 10,
         canary_direction=0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
         data: Literal["zero", "gaussian", "logistic"] = "zero",
         num_examples: int = 100,
         copies: int = 1,
         scale: float = 1.0,
         spread: float = 100.0,
         data_seed: int = 0,
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=CanarySchedule.every(1, sampled=False)
-            if canary_schedule is None
-            else canary_schedule,
-        )
+        if dpsgd.get("canary_schedule") is None:
+            dpsgd["canary_schedule"] = CanarySchedule.every(1, sampled=False)
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
         self.dim = check_int("dim", dim, minimum=1)
         self.canary_direction = unit_direction(canary_direction, self.dim)
         if data not in _DATA:

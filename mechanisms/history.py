@@ -22,7 +22,7 @@ optimal adversary is `advsim.adversaries.CoordinateLikelihoodRatio`.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Unpack
 
 import dp_accounting
 import equinox as eqx
@@ -34,7 +34,7 @@ from jaxtyping import Array, Float, Int
 
 from advsim._mechanism import (
     AbstractCoordinateLaws,
-    CanarySchedule,
+    DPSGDOptions,
     DPSGDParams,
     as_traced_float,
 )
@@ -153,10 +153,8 @@ class HistoryRegularizer(AbstractCoordinateLaws):
         noise_multiplier: sigma > 0.
         v: the shift's scale, v > 0 (traced: a sweep over v compiles once).
         dim: the model's dimension d (default T: every step is stored).
-        clip_norm: C > 0.
-        learning_rate: eta > 0.
-        canary_schedule: which steps can carry the canary (default: every step, sampled).
-        batching: "poisson" (default) or "fixed".
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default:
+            every step, sampled), batching ("poisson" default, or "fixed"): `DPSGDOptions`.
 
     Raises:
         ValueError: on invalid inputs, or when |log10 v^(d-1)| > 30 (float32 range).
@@ -180,20 +178,9 @@ class HistoryRegularizer(AbstractCoordinateLaws):
         *,
         v: float,
         dim: int | None = None,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=canary_schedule,
-        )
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
         self.v = as_traced_float("v", v, check_positive)
         self.dim = self.steps if dim is None else check_int("dim", dim, minimum=1)
         spread = (self.dim - 1) * abs(math.log10(float(self.v)))

@@ -10,14 +10,14 @@ that can carry the canary).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Unpack
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractProjectionLaw, CanarySchedule, DPSGDParams
+from advsim._mechanism import AbstractProjectionLaw, DPSGDOptions, DPSGDParams
 from advsim._validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
@@ -40,14 +40,12 @@ class LinearProcess(AbstractProjectionLaw):
         steps: T >= 1.
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
-        clip_norm: C > 0.
-        learning_rate: eta > 0.
         dim: model dimension d >= 1.
         canary_coordinate: j, the canary's coordinate (0-indexed).
-        canary_schedule: which steps can carry the canary (default: every step, sampled).
-        batching: "poisson" (default) or "fixed".
         data_gradients: optional `(g, d)` array of the other examples' (constant) gradients.
         data_counts: optional `(g,)` integer counts (default: one example per row).
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default:
+            every step, sampled), batching ("poisson" default, or "fixed"): `DPSGDOptions`.
 
     Example:
         >>> mech = LinearProcess(steps=100, sampling_prob=0.1, noise_multiplier=1.0)
@@ -68,24 +66,13 @@ class LinearProcess(AbstractProjectionLaw):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
         dim: int = 1,
         canary_coordinate: int = 0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
         data_gradients=None,
         data_counts=None,
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=canary_schedule,
-        )
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
         self.dim = check_int("dim", dim, minimum=1)
         self.canary_coordinate = check_int(
             "canary_coordinate", canary_coordinate, minimum=0, maximum=self.dim - 1

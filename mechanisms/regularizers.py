@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Unpack
 
 import jax.numpy as jnp
 import numpy as np
@@ -38,7 +38,7 @@ from jaxtyping import Array, Float, Int
 from advsim._mechanism import (
     AbstractMechanism,
     AbstractProjectionLaw,
-    CanarySchedule,
+    DPSGDOptions,
     DPSGDParams,
     as_traced_float,
 )
@@ -83,11 +83,10 @@ class ZeroingRegularizer(AbstractProjectionLaw):
         steps: T >= 1.
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
-        clip_norm: C > 0.
-        learning_rate: eta > 0 (with eta != 1, m - eta (m / eta) is m only up to
-            float32 rounding, ~1e-7 relative).
-        canary_schedule: which steps can carry the canary (default: every step, sampled).
-        batching: "poisson" (default) or "fixed".
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default:
+            every step, sampled), batching ("poisson" default, or "fixed"): `DPSGDOptions`.
+            With learning_rate eta != 1, m - eta (m / eta) is m only up to float32
+            rounding (~1e-7 relative).
 
     Example:
         >>> mech = ZeroingRegularizer(steps=10, sampling_prob=0.01, noise_multiplier=0.5)
@@ -102,21 +101,9 @@ class ZeroingRegularizer(AbstractProjectionLaw):
         steps: int,
         sampling_prob: float,
         noise_multiplier: float,
-        *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=canary_schedule,
-        )
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((1,), jnp.float32)
@@ -171,10 +158,9 @@ class QuadraticRegularizer(AbstractProjectionLaw):
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
         alpha: the regularizer's strength, with 0 <= eta * alpha <= 1 (traced).
-        clip_norm: C > 0.
-        learning_rate: eta > 0 (1 in the paper).
-        canary_schedule: which steps can carry the canary (default: every step, sampled).
-        batching: "poisson" (default) or "fixed".
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default:
+            every step, sampled), batching ("poisson" default, or "fixed"): `DPSGDOptions`.
+            The paper uses learning_rate = 1.
 
     Example:
         >>> mech = QuadraticRegularizer(steps=3, sampling_prob=0.1, noise_multiplier=1.0,
@@ -193,20 +179,9 @@ class QuadraticRegularizer(AbstractProjectionLaw):
         noise_multiplier: float,
         *,
         alpha: float,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=canary_schedule,
-        )
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
         self.alpha = as_traced_float("alpha", alpha, check_nonnegative)
         if float(self.alpha) * float(self.learning_rate) > 1.0:
             raise ValueError(

@@ -38,7 +38,7 @@ two agree and that no repeater gradient is ever clipped.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Unpack
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -50,7 +50,7 @@ from scipy.stats import norm
 
 from advsim._mechanism import (
     AbstractCoordinateLaws,
-    CanarySchedule,
+    DPSGDOptions,
     DPSGDParams,
     as_traced_float,
 )
@@ -102,10 +102,8 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
         expected_batch: the expected number of repeaters in a batch, qN (Poisson) or N
             (fixed); default: the least that keeps their gradient unclipped with margin 2,
             and at least 1000.
-        clip_norm: C > 0.
-        learning_rate: eta > 0.
-        canary_schedule: which steps can carry the canary (default: every step, sampled).
-        batching: "poisson" (default) or "fixed".
+        **dpsgd: clip_norm (C > 0), learning_rate (eta > 0), canary_schedule (default:
+            every step, sampled), batching ("poisson" default, or "fixed"): `DPSGDOptions`.
 
     Raises:
         ValueError: bad values, or a batch too small to keep the repeaters unclipped.
@@ -133,20 +131,9 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
         threshold: float | None = None,
         amplification: float = 1000.0,
         expected_batch: int | None = None,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
-        canary_schedule: CanarySchedule | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching=batching,
-            canary_schedule=canary_schedule,
-        )
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
         if encoding not in ("threshold", "amplify"):
             raise ValueError(f"encoding must be 'threshold' or 'amplify', got {encoding!r}")
         self.encoding = encoding

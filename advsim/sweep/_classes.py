@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import sys
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,7 +63,7 @@ MECHANISM_ALIASES: dict[str, Alias] = {
     "gradient-canary": Alias(
         "advsim.mechanisms:GradientCanary",
         {"canary_sampled": False},
-        note="`period = K` is now `canary_schedule = \"every:K@K\"` (steps K, 2K, ...)",
+        note='`period = K` is now `canary_schedule = "every:K@K"` (steps K, 2K, ...)',
     ),
 }
 #: The built-in adversaries' short names.
@@ -71,7 +73,7 @@ ADVERSARY_ALIASES: dict[str, Alias] = {
     "landscape-threshold": Alias("advsim.adversaries:ThresholdAdversary"),
     "biased-coordinate": Alias(
         "advsim.adversaries:BiasedCoordinate",
-        note="a random coordinate (`dim`, `seed`) is now name = \"biased-coordinate-random\" "
+        note='a random coordinate (`dim`, `seed`) is now name = "biased-coordinate-random" '
         "(advsim.adversaries:BiasedCoordinate.random)",
     ),
     "biased-coordinate-random": Alias("advsim.adversaries:BiasedCoordinate.random"),
@@ -81,8 +83,10 @@ ADVERSARY_ALIASES: dict[str, Alias] = {
 # Names registered at run time (register_mechanism / register_adversary): a class, a
 # classmethod, or a function returning an instance (checked when called).
 _REGISTERED: dict[str, dict[str, Callable[..., Any]]] = {"mechanism": {}, "adversary": {}}
-_KINDS = {"mechanism": (AbstractMechanism, MECHANISM_ALIASES),
-          "adversary": (AbstractAdversary, ADVERSARY_ALIASES)}
+_KINDS = {
+    "mechanism": (AbstractMechanism, MECHANISM_ALIASES),
+    "adversary": (AbstractAdversary, ADVERSARY_ALIASES),
+}
 
 
 def _register(kind: str, name: str, build: Callable[..., Any], replace: bool) -> None:
@@ -193,16 +197,44 @@ def _import_path(path: str, where: str):
     return obj
 
 
+def _typed_keys(param: inspect.Parameter, factory) -> list[str] | None:
+    """The keys of `**kwargs: Unpack[SomeTypedDict]` (PEP 692), or None for plain **kwargs."""
+    annotation = param.annotation
+    if isinstance(annotation, str):  # postponed (`from __future__ import annotations`)
+        module = sys.modules.get(getattr(factory, "__module__", None) or "")
+        try:
+            annotation = eval(annotation, vars(module)) if module is not None else None  # noqa: S307
+        except Exception:  # an annotation that does not resolve at run time: plain **kwargs
+            return None
+    if typing.get_origin(annotation) is typing.Unpack:
+        (typed,) = typing.get_args(annotation)
+        if typing.is_typeddict(typed):
+            return list(typed.__annotations__)
+    return None
+
+
 def _signature(factory) -> tuple[list[str], list[str], bool]:
-    """(keyword names, required names, takes any keyword) of a callable."""
+    """(keyword names, required names, takes any keyword) of a callable.
+
+    Typed `**kwargs` (`**dpsgd: Unpack[DPSGDOptions]`) count as their keys, not as "any key".
+    """
     try:
-        params = list(inspect.signature(factory).parameters.values())
+        signature = inspect.signature(factory)
     except (TypeError, ValueError):  # no signature: accept any key, let the call decide
         return [], [], True
+    params = list(signature.parameters.values())
     named = [p for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    any_key = any(p.kind == p.VAR_KEYWORD for p in params)
+    names = [p.name for p in named]
+    any_key = False
+    for p in params:
+        if p.kind == p.VAR_KEYWORD:
+            keys = _typed_keys(p, factory)
+            if keys is None:
+                any_key = True
+            else:
+                names += [k for k in keys if k not in names]
     required = [p.name for p in named if p.default is p.empty]
-    return [p.name for p in named], required, any_key
+    return names, required, any_key
 
 
 def resolve(kind: str, name: str, where: str | None = None) -> Plugin:
@@ -252,7 +284,12 @@ def resolve(kind: str, name: str, where: str | None = None) -> Plugin:
     if "canary_schedule" in params or any_key:
         params.append("canary_sampled")
     return Plugin(
-        name=name, factory=factory, base=base, defaults=defaults, params=tuple(params),
-        required=tuple(p for p in required if p not in defaults), any_key=any_key,
+        name=name,
+        factory=factory,
+        base=base,
+        defaults=defaults,
+        params=tuple(params),
+        required=tuple(p for p in required if p not in defaults),
+        any_key=any_key,
         note=alias.note if alias is not None else "",
     )
