@@ -64,7 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractSumEncoding, CanarySchedule, DPSGDParams
+from advsim._mechanism import AbstractSumEncoding, DPSGDParams
 from advsim._validation import check_int
 
 __all__ = ["LikelihoodEncodingLoss", "encoding_scale", "step_log_likelihood_ratio"]
@@ -173,14 +173,9 @@ class LikelihoodEncodingLoss(AbstractSumEncoding):
         clip_norm: float = 1.0,
         learning_rate: float = 1.0,
     ):
+        # Poisson batches and a canary that every step may sample: the encoding's law.
         self.params = DPSGDParams(
-            steps=steps,
-            sampling_prob=sampling_prob,
-            noise_multiplier=noise_multiplier,
-            clip_norm=clip_norm,
-            learning_rate=learning_rate,
-            batching="poisson",
-            canary_schedule=CanarySchedule.every_step(),
+            steps, sampling_prob, noise_multiplier, clip_norm=clip_norm, learning_rate=learning_rate
         )
         for name, value in (("clip_norm", clip_norm), ("learning_rate", learning_rate)):
             if float(value) != 1.0:

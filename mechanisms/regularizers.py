@@ -65,12 +65,19 @@ def _canary_prob(mech: AbstractMechanism):
     return jnp.asarray(mech.sampling_prob if sampled else 1.0, jnp.float32)
 
 
-def _descent_unit(model: Float[Array, " d"], clip_norm) -> Float[Array, " d"]:
-    # A linear loss -C m: gradient -C, descent moves the model up.
-    return -jnp.asarray(clip_norm, model.dtype) * jnp.ones_like(model)
+class _AbstractRegularizedLinear(AbstractProjectionLaw):
+    """The 1-D linear loss $-Cm$ of Section 4 of arXiv:2410.06186 (the canary's clipped
+    gradient is $-C$, so descent moves the model up) under a regularizer a subclass
+    supplies: what the two regularizer counterexamples share."""
+
+    def init_model(self) -> Float[Array, " d"]:
+        return jnp.zeros((1,), jnp.float32)
+
+    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
+        return -jnp.asarray(self.clip_norm, model.dtype) * jnp.ones_like(model)
 
 
-class ZeroingRegularizer(AbstractProjectionLaw):
+class ZeroingRegularizer(_AbstractRegularizedLinear):
     r"""Linear loss plus $r(m) = m^2 / (2\eta)$: every step erases the model.
 
     Section 4.1 of arXiv:2410.06186: $\eta \nabla r(m) = m$, so
@@ -105,12 +112,6 @@ class ZeroingRegularizer(AbstractProjectionLaw):
     ):
         self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
 
-    def init_model(self) -> Float[Array, " d"]:
-        return jnp.zeros((1,), jnp.float32)
-
-    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
-        return _descent_unit(model, self.clip_norm)
-
     def regularizer_gradient(
         self, model: Float[Array, " d"], t: Int[Array, ""]
     ) -> Float[Array, " d"]:
@@ -143,7 +144,7 @@ class ZeroingRegularizer(AbstractProjectionLaw):
         return heuristic_epsilon(delta, 1, acc.sampling_prob, acc.noise_multiplier)
 
 
-class QuadraticRegularizer(AbstractProjectionLaw):
+class QuadraticRegularizer(_AbstractRegularizedLinear):
     r"""Linear loss plus $r(m) = \alpha m^2 / 2$ in one dimension (Section 4.2).
 
     The update is $m_t = (1 - \eta\alpha) m_{t-1} + \eta (C b_t - \sigma C \xi_t)$, so the
@@ -188,12 +189,6 @@ class QuadraticRegularizer(AbstractProjectionLaw):
                 f"alpha must be in [0, 1 / learning_rate] = [0, {1 / float(self.learning_rate):g}]"
                 f", got {float(self.alpha)!r}"
             )
-
-    def init_model(self) -> Float[Array, " d"]:
-        return jnp.zeros((1,), jnp.float32)
-
-    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
-        return _descent_unit(model, self.clip_norm)
 
     def regularizer_gradient(
         self, model: Float[Array, " d"], t: Int[Array, ""]

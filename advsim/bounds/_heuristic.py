@@ -135,6 +135,20 @@ def binomial_mixture(n, q, *, log_tol: float = _LOG_TOL) -> tuple[np.ndarray, np
     return k[keep], p[keep]
 
 
+def _blocks(widths):
+    """Consecutive slices of rows whose padded size (rows x widest row) stays within
+    `_BLOCK_ELEMENTS` (a row alone may exceed it)."""
+    start = 0
+    while start < len(widths):
+        stop, width = start + 1, widths[start]
+        while stop < len(widths) and (stop + 1 - start) * max(width, widths[stop]) <= (
+            _BLOCK_ELEMENTS
+        ):
+            stop, width = stop + 1, max(width, widths[stop])
+        yield slice(start, stop)
+        start = stop
+
+
 def _heuristic_batch(steps, atoms, sigma: float) -> _Batch:
     """One row per step count: the atoms (k, log p) over sqrt(steps[i]) * sigma."""
     width = max(k.size for k, _ in atoms)
@@ -264,18 +278,9 @@ def heuristic_epsilon_curve(delta, steps, sampling_prob, noise_multiplier) -> np
     uniq, inverse = np.unique(ts, return_inverse=True)
     atoms = [_binomial_log_atoms(int(t), q, _LOG_TOL) for t in uniq]
     eps_uniq = np.empty(uniq.size)
-    # Blocks of consecutive t (similar atom counts, so little padding) of bounded size.
-    start = 0
-    while start < uniq.size:
-        stop, width = start + 1, atoms[start][0].size
-        while stop < uniq.size:
-            w = max(width, atoms[stop][0].size)
-            if (stop + 1 - start) * w > _BLOCK_ELEMENTS:
-                break
-            stop, width = stop + 1, w
-        batch = _heuristic_batch(uniq[start:stop], atoms[start:stop], sigma)
-        eps_uniq[start:stop] = batch.epsilon(delta)
-        start = stop
+    # Blocks of consecutive t (similar atom counts, so little padding).
+    for block in _blocks([a[0].size for a in atoms]):
+        eps_uniq[block] = _heuristic_batch(uniq[block], atoms[block], sigma).epsilon(delta)
     out[:] = eps_uniq[inverse]
     return out.reshape(steps_arr.shape)
 
@@ -322,19 +327,10 @@ def _upper_epsilons(delta: float, counts, steps, q: float, sigma: float) -> np.n
     atoms = [_binomial_log_atoms(int(counts[i]), q, log_tol) for i in order]
     solve_at = delta * (1.0 - 2.0 * _CUT_RHO)
     raise_by = -math.log1p(-_CUT_RHO * delta)
-    start = 0
-    while start < order.size:
-        stop, width = start + 1, atoms[start][0].size
-        while stop < order.size:
-            w = max(width, atoms[stop][0].size)
-            if (stop + 1 - start) * w > _BLOCK_ELEMENTS:
-                break
-            stop, width = stop + 1, w
-        rows = order[start:stop]
-        batch = _heuristic_batch(steps[rows], atoms[start:stop], sigma)
-        eps = batch.epsilon(solve_at)
+    for block in _blocks([a[0].size for a in atoms]):
+        rows = order[block]
+        eps = _heuristic_batch(steps[rows], atoms[block], sigma).epsilon(solve_at)
         out[rows] = np.where(eps <= math.log(2.0), eps, eps + raise_by)
-        start = stop
     return out
 
 
