@@ -255,7 +255,7 @@ class _Batch:
 
     def _take(self, rows):
         """(z, logp, z^2/2) of the given rows; views when `rows` is every row in order."""
-        if rows.size == self.size and (rows.size == 0 or rows[-1] - rows[0] == rows.size - 1):
+        if rows.size == self.size and np.array_equal(rows, np.arange(self.size)):
             return self.z, self.logp, self.half_zsq
         return self.z[rows], self.logp[rows], self.half_zsq[rows]
 

@@ -63,15 +63,14 @@ $10^{-12}$.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import scipy.stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from advsim._validation import check_int, check_positive, check_probability
-from advsim.bounds._heuristic import _binomial_log_atoms
-from advsim.bounds._mixture import _U_MIN, _Batch
+from advsim.bounds._heuristic import _binomial_log_atoms, _heuristic_batch
+from advsim.bounds._mixture import _U_MIN
 from advsim.bounds._tradeoff import TradeoffCurve, composition_tradeoff_curve
 
 __all__ = [
@@ -132,22 +131,6 @@ def _dropped_mass(n: int, q: float, kept: np.ndarray) -> float:
     return m * (1.0 + _REL) + (n + 1) * _DROPPED_PER_ATOM
 
 
-def _batch_with_spare_row(steps, atoms, sigma: float) -> _Batch:
-    """`_heuristic_batch(steps, atoms, sigma)` plus a last, empty row that no pair uses.
-
-    `_Batch` takes whole-array views when it is given as many row indices as it has rows
-    and the first and last index span them all, which assumes distinct rows; the pairs
-    here repeat rows, and the spare row keeps that shortcut from ever applying.
-    """
-    width = max(k.size for k, _ in atoms)
-    z = np.zeros((len(atoms) + 1, width))
-    logp = np.full((len(atoms) + 1, width), -np.inf)
-    for i, ((k, lp), t) in enumerate(zip(atoms, steps, strict=True)):
-        z[i, : k.size] = k / (math.sqrt(t) * sigma)
-        logp[i, : k.size] = lp
-    return _Batch(z, logp)
-
-
 def _pair_deltas(batch, rows: np.ndarray, e: np.ndarray) -> np.ndarray:
     """max(delta_+, delta_-) at eps `e[i]` for batch row `rows[i]`, rounded up for the
     threshold solver's residual (module docstring); NaN where the solver failed."""
@@ -194,8 +177,8 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
     sqrt(steps[i]) sigma. See the module docstring for each round-up.
     """
     atoms = [_binomial_log_atoms(int(n), q, _ATOM_LOG_TOL) for n in counts]
-    batch = _batch_with_spare_row(steps, atoms, sigma)
-    n_rows, n_eps = batch.size - 1, eps.size
+    batch = _heuristic_batch(steps, atoms, sigma)
+    n_rows, n_eps = batch.size, eps.size
     out = np.zeros((n_rows, n_eps))
     live = np.flatnonzero(~batch.trivial)
     if live.size == 0:

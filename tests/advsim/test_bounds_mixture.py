@@ -171,6 +171,25 @@ def test_both_directions_match_oracle(name, eps):
         assert got == pytest.approx(float(d_minus), rel=RTOL)
 
 
+def test_repeated_rows_are_taken_row_by_row():
+    """Rows [0, 0, 2] of a 3-row batch span it but repeat row 0: each result must be that
+    of the row asked for (a shortcut once returned every row in order whenever the first
+    and last index spanned the batch, so the second entry read row 1). The reference is
+    each row's own one-row batch."""
+    from advsim.bounds._mixture import _Batch
+
+    z = np.array([[0.5, 1.0], [2.0, 3.0], [0.25, 4.0]])
+    logp = np.log(np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]))
+    batch = _Batch(z, logp)
+    rows, eps, one = np.array([0, 0, 2]), np.array([0.1, 0.3, 0.2]), np.array([0])
+    u = batch.solve_loss(eps, rows)
+    alone = [_Batch(z[[r]], logp[[r]]) for r in rows]
+    u_alone = [b.solve_loss(eps[[i]], one)[0] for i, b in enumerate(alone)]
+    np.testing.assert_allclose(u, u_alone, rtol=1e-12)
+    d_alone = [math.exp(b.log_delta_plus(u[[i]], one)[0][0]) for i, b in enumerate(alone)]
+    np.testing.assert_allclose(np.exp(batch.log_delta_plus(u, rows)[0]), d_alone, rtol=1e-12)
+
+
 def test_point_mass_at_zero_is_perfectly_private():
     assert mixture_delta(0.0, [0.0], [1.0], 1.0) == 0.0
     assert mixture_epsilon(1e-9, [0.0, 0.0], [0.5, 0.5], 3.0) == 0.0
