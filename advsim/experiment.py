@@ -1,11 +1,12 @@
 """One audit end to end: simulate both worlds, audit the scores, read the bounds beside it.
 
-`run_audit` is the unit every driver uses (the `advsim audit` command, sweeps, the figure
-scripts): it returns one flat record with the parameters, the empirical epsilon (a lower
-bound at the stated confidence and a point estimate) and the heuristic, composition and
-full-batch bounds computed from `mechanism.accounting()` of the mechanism actually run.
-`run_threshold_search` is the experiment loop of Algorithm 5 of arXiv:2405.14457 (one
-audit per threshold of an `advsim.adversaries.ThresholdSearch`, the best kept).
+`run_audit` is the unit every driver uses (the sweep runner, and through it the `advsim
+audit` command and the figures): it returns one flat record with the parameters, the
+empirical epsilon (a lower bound at the stated confidence and a point estimate) and the
+heuristic, composition and full-batch bounds computed from `mechanism.accounting()` of
+the mechanism actually run. `run_threshold_search` is the experiment loop of Algorithm 5
+of arXiv:2405.14457 (one audit per threshold of an `advsim.adversaries.ThresholdSearch`,
+the best kept).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import dataclasses
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import jax
 import numpy as np
@@ -25,19 +26,20 @@ from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
 from advsim._validation import check_delta, check_in_interval, check_int
 from advsim.audits import AssumptionRejectedWarning, audit
-from advsim.bounds import bounds_for, calibrate_noise_multiplier
+from advsim.bounds import bounds_for
 
 __all__ = [
     "AuditRecord",
     "DEFAULT_STEPS",
     "ThresholdSearchResult",
-    "default_experiment",
     "run_audit",
     "run_threshold_search",
 ]
 
 #: Steps of the built-in experiment (the last-iterate paper's gradient-canary setting,
-#: Figure 3 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8).
+#: Figure 3 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose
+#: config is `advsim/sweep/audit.toml` (`advsim audit` reads its grid there; a test keeps
+#: the two equal).
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 
 
@@ -371,26 +373,3 @@ def run_threshold_search(
         confidence=confidence,
         multiplicity=multiplicity,
     )
-
-
-def default_experiment(
-    steps: Sequence[int] = DEFAULT_STEPS,
-    *,
-    sampling_prob: float = 0.01,
-    target_epsilon: float = 8.0,
-    delta: float = 1e-5,
-) -> list[dict]:
-    """The built-in `advsim audit` grid: one linear-process config per T.
-
-    For each T, sigma is the smallest noise multiplier for which composition (dp-accounting's
-    PLD accountant) gives `target_epsilon` at `delta`, as in the gradient-canary experiment of
-    the last-iterate paper (Section 3.1 and Figure 3 of arXiv:2410.06186).
-
-    Returns:
-        A list of `{"steps", "sampling_prob", "noise_multiplier"}` dicts.
-    """
-    configs = []
-    for t in steps:
-        sigma = calibrate_noise_multiplier(target_epsilon, delta, t, sampling_prob)
-        configs.append({"steps": int(t), "sampling_prob": sampling_prob, "noise_multiplier": sigma})
-    return configs

@@ -1,13 +1,16 @@
 """Command line: `advsim audit` (the main job), `advsim bound`, `advsim sweep`, `advsim plot`,
 `advsim figure`.
 
-`advsim audit` with no arguments runs the built-in experiment: the linear 1-D process with
-q = 0.01, sigma calibrated so that composition gives eps = 8 at delta = 1e-5 for each T,
-10^6 runs per world per T, family auditing; it prints each row of the table as soon as it
-is done, then where the time went, and writes CSV, JSON and a PNG/PDF plot into an output
-folder whose name it prints. `advsim sweep CONFIG.toml --out DIR [--resume]` runs a grid
-(see `advsim.sweep`) and `advsim plot DIR` draws its figures; `advsim figure NAME [--quick]
-[--out DIR] [--resume]` runs a seed figure (`advsim.figures`, `advsim figure --list`).
+`advsim audit` with no arguments runs the built-in experiment, a sweep config shipped with
+the package (`advsim/sweep/audit.toml`): the linear 1-D process with q = 0.01, sigma
+calibrated so that composition gives eps = 8 at delta = 1e-5 for each T, 10^6 runs per
+world per T, family auditing. It runs through the sweep runner like any sweep (one
+checksummed file per finished T, `--resume` continues a killed run), prints each row of
+the table as soon as it is done, then where the time went, and writes CSV, JSON and a
+PNG/PDF plot into an output folder whose name it prints. `advsim sweep CONFIG.toml --out
+DIR [--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its figures;
+`advsim figure NAME [--quick] [--out DIR] [--resume]` runs a seed figure
+(`advsim.figures`, `advsim figure --list`).
 
 Errors: a user error (a bad option, an out-of-range value, an unusable output folder, a
 damaged sweep folder) prints one line naming what is wrong and how to fix it, exits with
@@ -31,9 +34,10 @@ from advsim._validation import (
     check_positive,
     check_probability,
 )
-from advsim.cli._audit import _MECHANISMS, _cmd_audit
+from advsim.cli._audit import _MECHANISMS, AUDIT_CONFIG, _cmd_audit
 from advsim.cli._common import (
     UsageError,
+    _add_run_options,
     _check,
     _check_out,
     _cleanup_if_empty,
@@ -41,7 +45,6 @@ from advsim.cli._common import (
     _positive_int,
     _seed,
 )
-from advsim.experiment import DEFAULT_STEPS
 from advsim.figures import list_figures, run_figure
 from advsim.sweep import SweepError, load_config, plot_sweep, run_sweep
 
@@ -216,6 +219,75 @@ examples:
 """
 
 
+#: The built-in audit's T values (the parser's default for --steps).
+_STEPS = tuple(AUDIT_CONFIG["grid"]["steps"])
+
+
+#: `advsim audit`'s options and their help (the formatter appends each default).
+_AUDIT_HELP = {
+    "--mechanism": "linear: the 1-D linear process (the heuristic's tight case); linear-data: "
+    "the linear process with a dataset of other examples (--dim, --num-examples, --data-*)",
+    "--adversary": "projection, llr, or any adversary class path module:Class that takes no "
+    "arguments",
+    "--method": "family: eps_lower assumes the run is in the heuristic's family (true for these "
+    "linear processes); gdp: assumes a Gaussian trade-off curve; eps_delta, tradeoff: assume "
+    "nothing (rigorous)",
+    "--steps": "numbers of steps, one row each (default: " + " ".join(map(str, _STEPS)) + ")",
+    "--sampling-prob": "Poisson sampling probability q in (0, 1]",
+    "--noise-multiplier": "sigma (default: calibrated to --target-epsilon for each T)",
+    "--target-epsilon": "calibrate sigma so that composition gives this eps at --delta "
+    f"(default: {AUDIT_CONFIG['mechanism']['target_epsilon']:g}, unless --noise-multiplier "
+    "is given)",
+    "--delta": "delta of every epsilon",
+    "--trials": "simulated runs per world (1e5 is accepted)",
+    "--seed": "key of the simulation (and of the dataset, for linear-data)",
+    "--confidence": "of the Clopper-Pearson intervals behind eps_lower, in (0.5, 1)",
+    "--threshold": "split: choose the threshold on half the runs, count on the other half (held "
+    "out); same: on all runs (optimistic)",
+    "--clip-norm": "clipping norm C of the per-example gradients",
+    "--dim": "linear-data only: model dimension (default: 10)",
+    "--num-examples": "linear-data only: examples besides the canary (default: 100)",
+    "--data-distribution": "linear-data only: the other examples' gradients (default: gaussian)",
+    "--data-scale": "linear-data only: their scale (default: 1.0)",
+    "--chunk-size": "runs per compiled chunk; results do not depend on it (default: chosen "
+    "from the device's memory)",
+}
+
+
+def _audit_options() -> list[tuple[str, dict]]:
+    """`(flag, add_argument keywords)` of `advsim audit`, defaults read from the built-in
+    config (`advsim/sweep/audit.toml`), so that the two cannot disagree."""
+    sweep, mech = AUDIT_CONFIG["sweep"], AUDIT_CONFIG["mechanism"]
+    count, real = _positive_int, float
+    spec = [  # flag, type or choices, default, metavar
+        ("--mechanism", list(_MECHANISMS), mech["name"], None),
+        ("--adversary", str, AUDIT_CONFIG["adversary"]["name"], "NAME"),
+        ("--method", ["family", "gdp", "eps_delta", "tradeoff"], sweep["method"], None),
+        ("--steps", count, _STEPS, "T"),
+        ("--sampling-prob", real, mech["sampling_prob"], "q"),
+        ("--noise-multiplier", real, None, "SIGMA"),
+        ("--target-epsilon", real, None, "EPS"),
+        ("--delta", real, sweep["delta"], None),
+        ("--trials", count, sweep["trials"], "N"),
+        ("--seed", _seed, sweep["seed"], None),
+        ("--confidence", real, sweep["confidence"], None),
+        ("--threshold", ["split", "same"], sweep["threshold_selection"], None),
+        ("--clip-norm", real, mech["clip_norm"], "C"),
+        ("--dim", count, None, "D"),
+        ("--num-examples", count, None, "N"),
+        ("--data-distribution", ["zero", "gaussian", "sphere"], None, None),
+        ("--data-scale", real, None, "S"),
+        ("--chunk-size", count, None, "N"),
+    ]
+    out = []
+    for flag, kind, default, metavar in spec:
+        kw = {"choices": kind} if isinstance(kind, list) else {"type": kind, "metavar": metavar}
+        if flag == "--steps":
+            kw["nargs"] = "+"
+        out.append((flag, {**kw, "default": default, "help": _AUDIT_HELP[flag]}))
+    return out
+
+
 def _para(text: str) -> str:
     """A description paragraph, wrapped (the formatter keeps line breaks as written)."""
     return textwrap.fill(text, width=88)
@@ -223,6 +295,13 @@ def _para(text: str) -> str:
 
 def _version() -> str:
     return f"advsim {package_version()} (commit {git_commit()})"
+
+
+def _command(sub, func, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand's parser (defaults shown in its help) that runs `func(args)`."""
+    parser = sub.add_parser(name, formatter_class=_Formatter, **kwargs)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,9 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    fmt = {"formatter_class": _Formatter}
 
-    a = sub.add_parser(
+    a = _command(
+        sub,
+        _cmd_audit,
         "audit",
         help="simulate a mechanism, audit it, compare with the bounds (default: built-in "
         "experiment)",
@@ -252,138 +332,19 @@ def build_parser() -> argparse.ArgumentParser:
             "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing."
         ),
         epilog=_AUDIT_EXAMPLES,
-        **fmt,
     )
-    a.add_argument(
-        "--mechanism",
-        choices=list(_MECHANISMS),
-        default="linear",
-        help="linear: the 1-D linear process (the heuristic's tight case); linear-data: the "
-        "linear process with a dataset of other examples (--dim, --num-examples, --data-*)",
+    for flag, kwargs in _audit_options():
+        a.add_argument(flag, **kwargs)
+    _add_run_options(
+        a,
+        out_help="output folder (default: advsim-results/audit-<time>)",
+        resume_help="continue the audit in --out (same options): keep the finished T, "
+        "verified, run the rest",
     )
-    a.add_argument(
-        "--adversary",
-        default="projection",
-        metavar="NAME",
-        help="projection, llr, or any adversary class path module:Class that takes no arguments",
-    )
-    a.add_argument(
-        "--method",
-        choices=["family", "gdp", "eps_delta", "tradeoff"],
-        default="family",
-        help="family: eps_lower assumes the run is in the heuristic's family (true for these "
-        "linear processes); gdp: assumes a Gaussian trade-off curve; eps_delta, tradeoff: "
-        "assume nothing (rigorous)",
-    )
-    a.add_argument(
-        "--steps",
-        type=_positive_int,
-        nargs="+",
-        default=None,
-        metavar="T",
-        help="numbers of steps, one row each (default: " + " ".join(map(str, DEFAULT_STEPS)) + ")",
-    )
-    a.add_argument(
-        "--sampling-prob",
-        type=float,
-        default=0.01,
-        metavar="q",
-        help="Poisson sampling probability q in (0, 1]",
-    )
-    a.add_argument(
-        "--noise-multiplier",
-        type=float,
-        default=None,
-        metavar="SIGMA",
-        help="sigma (default: calibrated to --target-epsilon for each T)",
-    )
-    a.add_argument(
-        "--target-epsilon",
-        type=float,
-        default=None,
-        metavar="EPS",
-        help="calibrate sigma so that composition gives this eps at --delta "
-        "(default: 8, unless --noise-multiplier is given)",
-    )
-    a.add_argument("--delta", type=float, default=1e-5, help="delta of every epsilon")
-    a.add_argument(
-        "--trials",
-        type=_positive_int,
-        default=10**6,
-        metavar="N",
-        help="simulated runs per world (1e5 is accepted)",
-    )
-    a.add_argument(
-        "--seed",
-        type=_seed,
-        default=0,
-        help="key of the simulation (and of the dataset, for linear-data)",
-    )
-    a.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="of the Clopper-Pearson intervals behind eps_lower, in (0.5, 1)",
-    )
-    a.add_argument(
-        "--threshold",
-        choices=["split", "same"],
-        default="split",
-        help="split: choose the threshold on half the runs, count on the other "
-        "half (held out); same: on all runs (optimistic)",
-    )
-    a.add_argument(
-        "--clip-norm",
-        type=float,
-        default=1.0,
-        metavar="C",
-        help="clipping norm C of the per-example gradients",
-    )
-    a.add_argument(
-        "--dim",
-        type=_positive_int,
-        default=None,
-        metavar="D",
-        help="linear-data only: model dimension (default: 10)",
-    )
-    a.add_argument(
-        "--num-examples",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="linear-data only: examples besides the canary (default: 100)",
-    )
-    a.add_argument(
-        "--data-distribution",
-        choices=["zero", "gaussian", "sphere"],
-        default=None,
-        help="linear-data only: the other examples' gradients (default: gaussian)",
-    )
-    a.add_argument(
-        "--data-scale",
-        type=float,
-        default=None,
-        metavar="S",
-        help="linear-data only: their scale (default: 1.0)",
-    )
-    a.add_argument(
-        "--chunk-size",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="runs per compiled chunk; results do not depend on it (default: "
-        "chosen from the device's memory)",
-    )
-    a.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="output folder (default: advsim-results/audit-<time>)",
-    )
-    a.add_argument("--quiet", action="store_true", help="no progress bars")
-    a.set_defaults(func=_cmd_audit)
 
-    b = sub.add_parser(
+    b = _command(
+        sub,
+        _cmd_bound,
         "bound",
         help="print the heuristic, composition and full-batch epsilons",
         description=_para(
@@ -393,7 +354,6 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="example:\n  advsim bound --steps 1000 --sampling-prob 0.01 "
         "--noise-multiplier 1 --delta 1e-6\n",
-        **fmt,
     )
     b.add_argument(
         "--steps", type=_positive_int, required=True, metavar="T", help="number of steps (required)"
@@ -416,21 +376,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="steps that can carry the canary (default: all T)",
     )
-    b.set_defaults(func=_cmd_bound)
 
-    s = sub.add_parser(
+    s = _command(
+        sub,
+        _cmd_sweep,
         "sweep",
         help="run a grid of audits (or bounds only) from a TOML config, resumably",
         description=_SWEEP_DESCRIPTION,
         epilog=_SWEEP_EXAMPLES,
-        **fmt,
     )
     s.add_argument("config", help="the sweep's TOML file")
-    s.add_argument("--out", required=True, metavar="DIR", help="output folder (required)")
-    s.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the sweep in --out: skip finished cells, verify their files",
+    _add_run_options(
+        s,
+        out_required=True,
+        out_help="output folder (required)",
+        resume_help="continue the sweep in --out: skip finished cells, verify their files",
     )
     s.add_argument(
         "--ray",
@@ -441,19 +401,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the cells as Ray tasks (pip install 'advsim[ray]'); ADDRESS of "
         "a cluster (e.g. auto), default a local Ray instance",
     )
-    s.add_argument("--quiet", action="store_true", help="no progress bars")
-    s.set_defaults(func=_cmd_sweep)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
+        _cmd_plot,
         "plot",
         help="draw a sweep's heatmaps and curves into DIR/figures/",
         epilog="example:\n  advsim plot advsim-results/linear-4x5\n",
-        **fmt,
     )
     p.add_argument("dir", help="a sweep's output folder")
-    p.set_defaults(func=_cmd_plot)
 
-    f = sub.add_parser(
+    f = _command(
+        sub,
+        _cmd_figure,
         "figure",
         help="run a seed figure (its sweeps, tables and plot); --list names them",
         description=_para(
@@ -463,22 +423,17 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="examples:\n  advsim figure --list\n  advsim figure figure1 --quick\n"
         "  advsim figure figure4 --out DIR --resume\n",
-        **fmt,
     )
     f.add_argument("name", nargs="?", help="the figure (see --list)")
     f.add_argument("--list", action="store_true", help="list the figures and exit")
     f.add_argument(
         "--quick", action="store_true", help="a coarse grid and few runs (under a minute each)"
     )
-    f.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="output folder (default: advsim-results/NAME, NAME-quick with --quick)",
+    _add_run_options(
+        f,
+        out_help="output folder (default: advsim-results/NAME, NAME-quick with --quick)",
+        resume_help="continue the sweeps in --out",
     )
-    f.add_argument("--resume", action="store_true", help="continue the sweeps in --out")
-    f.add_argument("--quiet", action="store_true", help="no progress bars")
-    f.set_defaults(func=_cmd_figure)
     return parser
 
 
@@ -493,8 +448,6 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = f"advsim {args.command}"
-        if args.command == "audit" and args.steps is None:
-            args.steps = list(DEFAULT_STEPS)
         return args.func(args)
     except SystemExit as stop:  # --help, --version
         return stop.code if isinstance(stop.code, int) else 0

@@ -1,4 +1,13 @@
-"""`advsim audit`: the built-in experiment, its mechanisms, its table and its time report."""
+"""`advsim audit`: the built-in sweep config run through the sweep runner, its table and
+its time report.
+
+The experiment is `advsim/sweep/audit.toml` (`advsim.sweep.builtin_config("audit")`): a
+grid over T, sigma calibrated per T (or given), every T with the same seed. The command's
+options replace the config's values (the parser's defaults are read from it), and
+`advsim.sweep.run_sweep` computes, stores (atomically, resumable with `--resume`) and
+reports the cells, as for any sweep; the command prints each row as its cell finishes,
+then the notes, where the time went and the plot.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +18,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from advsim import bounds
-from advsim._io import provenance, write_csv, write_json
 from advsim._validation import (
     check_delta,
     check_in_interval,
@@ -19,13 +26,23 @@ from advsim._validation import (
     check_probability,
 )
 from advsim.cli._common import UsageError, _check, _check_out, _cleanup_if_empty, _one_line
-from advsim.experiment import run_audit
 from advsim.mechanisms import LinearProcess
 from advsim.plotting import plot_eps_vs_steps
-from advsim.sweep import MECHANISM_ALIASES, resolve
+from advsim.sweep import (
+    MECHANISM_ALIASES,
+    TIME_COLUMNS,
+    CalibrationError,
+    SweepError,
+    builtin_config,
+    parse_config,
+    resolve,
+    run_sweep,
+)
 
-__all__ = ["run_audit"]
+__all__ = ["AUDIT_CONFIG"]
 
+#: The built-in experiment's config (the TOML's tables); the parser's defaults come from it.
+AUDIT_CONFIG = builtin_config("audit")
 
 #: Flags that only the mechanisms built from a dataset take, and their constructor names.
 _DATA_FLAGS = {
@@ -75,20 +92,10 @@ def _mechanism_kwargs(args) -> dict:
     return kwargs
 
 
-def _build_mechanism(args, steps: int, sigma: float):
-    return _MECHANISMS[args.mechanism].build(
-        steps=steps,
-        sampling_prob=args.sampling_prob,
-        noise_multiplier=sigma,
-        clip_norm=args.clip_norm,
-        **_mechanism_kwargs(args),
-    )
-
-
-def _build_adversary(name: str):
+def _check_adversary(name: str) -> None:
     """An adversary that takes no arguments, by sweep alias or class path."""
     try:
-        return resolve("adversary", name, "--adversary").build()
+        resolve("adversary", name, "--adversary").build()
     except TypeError as err:
         raise UsageError(f"--adversary {name!r} needs arguments ({err}); use a sweep") from None
     except ValueError as err:
@@ -146,11 +153,6 @@ def _format_notes(rows) -> list[str]:
     return lines
 
 
-def _format_table(rows) -> str:
-    """The whole audit table (header, rows, notes), as `advsim audit` prints it."""
-    return "\n".join([_HEAD, "-" * len(_HEAD), *map(_format_row, rows), *_format_notes(rows)])
-
-
 def _check_audit_args(args) -> float | None:
     """Every check that needs no computation; returns the target epsilon (None: sigma
     given)."""
@@ -159,50 +161,66 @@ def _check_audit_args(args) -> float | None:
             "give either --noise-multiplier or --target-epsilon, not both (sigma is given, "
             "or calibrated to the target)"
         )
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out DIR, the folder of the audit to continue")
     _check("--sampling-prob", check_probability, args.sampling_prob)
     _check("--delta", check_delta, args.delta)
     _check("--confidence", check_in_interval, args.confidence, 0.5, 1.0)
     _check("--clip-norm", check_positive, args.clip_norm)
-    _check("--trials", check_int, args.trials, minimum=2)
+    _check("--trials", check_int, args.trials, minimum=2, maximum=2**32 - 1)
+    if args.data_scale is not None:
+        _check("--data-scale", check_positive, args.data_scale)
+    twice = sorted({t for t in args.steps if args.steps.count(t) > 1})
+    if twice:
+        raise UsageError(f"--steps lists T={twice[0]} twice; give each T once (one row each)")
     if args.noise_multiplier is not None:
         _check("--noise-multiplier", check_positive, args.noise_multiplier)
         return None
-    target = 8.0 if args.target_epsilon is None else args.target_epsilon
+    target = AUDIT_CONFIG["mechanism"]["target_epsilon"]
+    target = target if args.target_epsilon is None else args.target_epsilon
     _check("--target-epsilon", check_positive, target)
     return target
 
 
-def _calibrate(target: float, args, steps: int) -> float:
-    try:
-        return bounds.calibrate_noise_multiplier(
-            target, args.delta, steps, args.sampling_prob, progress=False if args.quiet else None
-        )
-    except (ValueError, RuntimeError, ArithmeticError) as err:
-        raise UsageError(
-            f"cannot calibrate sigma for T={steps} to --target-epsilon {target:g} at --delta "
-            f"{args.delta:g} (q={args.sampling_prob:g}): {_one_line(err)}; try another "
-            "--delta or --target-epsilon, or give --noise-multiplier"
-        ) from None
+def _config(args, target: float | None):
+    """The built-in config with the command's options in place of its values."""
+    data = builtin_config("audit")
+    data["sweep"].update(
+        seed=args.seed,
+        trials=args.trials,
+        delta=args.delta,
+        method=args.method,
+        confidence=args.confidence,
+        threshold_selection=args.threshold,
+    )
+    if args.chunk_size is not None:
+        data["sweep"]["chunk_size"] = args.chunk_size
+    sigma = {"noise_multiplier": args.noise_multiplier} if target is None else {}
+    data["mechanism"] = {
+        "name": args.mechanism,
+        "sampling_prob": args.sampling_prob,
+        "clip_norm": args.clip_norm,
+        **({"target_epsilon": target} if target is not None else sigma),
+        **_mechanism_kwargs(args),
+    }
+    data["adversary"] = {"name": args.adversary}
+    data["grid"] = {"steps": list(args.steps)}
+    try:  # builds every T's mechanism: a bad parameter fails before anything runs
+        return parse_config(data)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--mechanism {args.mechanism}: {_one_line(err)}") from None
 
 
 def _cmd_audit(args) -> int:
     target = _check_audit_args(args)
-    if args.data_scale is not None:
-        _check("--data-scale", check_positive, args.data_scale)
-    adversary = _build_adversary(args.adversary)
-    for steps in args.steps:  # every T's mechanism, built before anything runs
-        try:
-            _build_mechanism(args, steps, 1.0 if target is not None else args.noise_multiplier)
-        except (TypeError, ValueError) as err:
-            raise UsageError(f"--mechanism {args.mechanism} at T={steps}: {err}") from None
+    _check_adversary(args.adversary)
+    config = _config(args, target)
     out = (
         Path(args.out)
         if args.out
         else Path("advsim-results") / ("audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     )
     _check_out("--out", out)
-    config = {k: v for k, v in vars(args).items() if k != "func"}
-    config["target_epsilon"] = target
     sigma_text = (
         f"sigma={args.noise_multiplier:g}"
         if target is None
@@ -215,45 +233,23 @@ def _cmd_audit(args) -> int:
         flush=True,
     )
 
-    rows, calibration = [], []
-    bar = tqdm(args.steps, desc="audit", unit="T", disable=args.quiet, leave=False)
+    shown, fresh = [], []  # every row printed; those computed now (not found by --resume)
+
+    def show(row: dict, computed: bool) -> None:
+        lines = [] if shown else [_HEAD, "-" * len(_HEAD)]
+        shown.append(row)
+        if computed:
+            fresh.append(row)
+        for line in [*lines, _format_row(row)]:
+            tqdm.write(line, file=sys.stdout)
+        sys.stdout.flush()
+
     start = time.perf_counter()
     with _cleanup_if_empty(out):
-        for i, steps in enumerate(bar):
-            sigma = args.noise_multiplier
-            if sigma is None:
-                bar.set_postfix_str(f"T={steps}, calibrating sigma", refresh=True)
-                tic = time.perf_counter()
-                sigma = _calibrate(target, args, steps)
-                calibration.append(time.perf_counter() - tic)
-            bar.set_postfix(T=steps, sigma=f"{sigma:.3f}")
-            try:
-                record = run_audit(
-                    _build_mechanism(args, steps, sigma),
-                    adversary,
-                    trials=args.trials,
-                    seed=args.seed,
-                    method=args.method,
-                    delta=args.delta,
-                    confidence=args.confidence,
-                    threshold_selection=args.threshold,
-                    chunk_size=args.chunk_size,
-                    progress=not args.quiet,
-                )
-            except (TypeError, ValueError) as err:
-                raise UsageError(
-                    f"T={steps}, sigma={sigma:g}: {_one_line(err)}"
-                    + (f"; the {len(rows)} finished rows are in {out}" if rows else "")
-                ) from None
-            rows.append(record.to_dict())
-            # Results so far are always complete files: a killed run keeps what it finished.
-            out.mkdir(parents=True, exist_ok=True)
-            write_csv(out / "results.csv", rows)
-            write_json(out / "results.json", {"provenance": provenance(config), "rows": rows})
-            lines = ([_HEAD, "-" * len(_HEAD)] if i == 0 else []) + [_format_row(rows[-1])]
-            for line in lines:
-                tqdm.write(line, file=sys.stdout)
-            sys.stdout.flush()
+        try:
+            rows = run_sweep(config, out, resume=args.resume, progress=not args.quiet, on_cell=show)
+        except SweepError as err:
+            raise _usage_error(err, args, target, out, len(shown)) from None
     for line in _format_notes(rows):
         print(line)
     title = (
@@ -263,21 +259,36 @@ def _cmd_audit(args) -> int:
     tic = time.perf_counter()
     paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
     plotting = time.perf_counter() - tic
-    print(_time_report(rows, sum(calibration), plotting, time.perf_counter() - start))
+    print(_time_report(fresh, plotting, time.perf_counter() - start))
     print(f"wrote {out / 'results.csv'}, {out / 'results.json'}, " + ", ".join(map(str, paths)))
     return 0
 
 
-def _time_report(rows, calibration: float, plotting: float, total: float) -> str:
-    """Where the time went, measured: calibration here, the rest by `run_audit`."""
+def _usage_error(err: SweepError, args, target, out: Path, finished: int) -> Exception:
+    """A failed cell in the command's words (its options, its T); other sweep errors
+    (a folder holding another audit, a damaged cell file) as they are."""
+    cause = err.__cause__
+    kept = f"; the {finished} finished rows are in {out} (--resume continues)" if finished else ""
+    if isinstance(cause, CalibrationError):
+        return UsageError(
+            f"cannot calibrate sigma for T={cause.steps} to --target-epsilon {target:g} at "
+            f"--delta {args.delta:g} (q={args.sampling_prob:g}): {cause.reason}; try another "
+            f"--delta or --target-epsilon, or give --noise-multiplier{kept}"
+        )
+    if err.cell is not None and isinstance(cause, TypeError | ValueError | ArithmeticError):
+        return UsageError(f"T={err.cell.params['steps']}: {_one_line(cause)}{kept}")
+    return err
+
+
+def _time_report(rows, plotting: float, total: float) -> str:
+    """Where the time went, as the cells measured it (`advsim.sweep.TIME_COLUMNS`: the
+    calibration, then `run_audit`'s parts), and the plot; rows: those computed now."""
+    names = ("calibration", "compilation", "simulation", "audit", "bounds")
     parts = [
-        ("calibration", calibration),
-        ("compilation", sum(r["compile_time_s"] for r in rows)),
-        ("simulation", sum(r["simulate_time_s"] for r in rows)),
-        ("audit", sum(r["audit_time_s"] for r in rows)),
-        ("bounds", sum(r["bounds_time_s"] for r in rows)),
-        ("plot", plotting),
+        (name, sum(float(r.get(col) or 0.0) for r in rows))
+        for name, col in zip(names, TIME_COLUMNS, strict=True)
     ]
+    parts.append(("plot", plotting))
     other = max(total - sum(t for _, t in parts), 0.0)
     text = ", ".join(f"{name} {t:.1f} s" for name, t in parts if name != "calibration" or t)
     return f"time: {total:.1f} s in all: {text}, other {other:.1f} s"

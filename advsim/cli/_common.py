@@ -53,6 +53,13 @@ def _seed(text: str) -> int:
     return value
 
 
+def _add_run_options(parser, *, out_help: str, resume_help: str, out_required=False) -> None:
+    """--out DIR, --resume and --quiet: the options of every command that runs sweeps."""
+    parser.add_argument("--out", required=out_required, default=None, metavar="DIR", help=out_help)
+    parser.add_argument("--resume", action="store_true", help=resume_help)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def _check(flag: str, check, value, *args, **kwargs):
     """Runs an `advsim._validation` check with the flag's name in its message."""
     try:

@@ -42,7 +42,10 @@ gives it at `delta`), the settings `delta`, `trials`, `method`, `confidence`,
 
 Each cell gets a stable id (a hash of everything that determines its result) and a seed
 derived from the sweep seed and that id, so a cell's numbers do not depend on which other
-cells exist or on the order they run in. The output folder holds
+cells exist or on the order they run in (`common_seed = true` in `[sweep]` runs every cell
+with the sweep seed itself instead: common random numbers, as `advsim audit` uses over T;
+its config ships as `advsim/sweep/audit.toml`, `builtin_config("audit")`). The output
+folder holds
 
 - `run.json`: the config, provenance (package versions, JAX backend and devices, git
   commit) and one entry per session (first run and every resume);
@@ -50,11 +53,12 @@ cells exist or on the order they run in. The output folder holds
   rename) with a SHA-256 checksum of its content, so a killed sweep loses at most the
   cell in flight and a damaged file is detected, never mixed in;
 - `results.csv` and `results.json`: the tidy table, one row per cell in cell order, with
-  every parameter, eps_lower, eps_point, heuristic, composition, full_batch, trials, seed
-  and wall time, and what each eps_lower certifies: `guarantee` ("rigorous", "assumes
-  Gaussian", "assumes family", "optimistic"), `assumption`, `assumption_rejected` (the
-  audit's held-out check of its assumption), `eps_point_above_composition` (an estimate
-  outside the possible range) and the reasons for missing numbers.
+  every parameter, eps_lower, eps_point, heuristic, composition, full_batch, trials, seed,
+  wall time and where it went (`TIME_COLUMNS`), and what each eps_lower certifies:
+  `guarantee` ("rigorous", "assumes Gaussian", "assumes family", "optimistic"),
+  `assumption`, `assumption_rejected` (the audit's held-out check of its assumption),
+  `eps_point_above_composition` (an estimate outside the possible range) and the reasons
+  for missing numbers; results.json also carries run.json's provenance.
 
 The audit method defaults to "family" (the last-iterate paper's) for the linear process
 (`LinearProcess` itself, by alias or path), the heuristic's tight case, and to the
@@ -85,20 +89,30 @@ from advsim.sweep._classes import (
     register_mechanism,
     resolve,
 )
-from advsim.sweep._config import Cell, SweepConfig, SweepError, load_config, parse_config
+from advsim.sweep._config import (
+    Cell,
+    SweepConfig,
+    SweepError,
+    builtin_config,
+    load_config,
+    parse_config,
+)
 from advsim.sweep._plots import plot_sweep
-from advsim.sweep._runner import run_cell, run_sweep
-from advsim.sweep._store import AUDIT_COLUMNS, BOUNDS_COLUMNS, load_results
+from advsim.sweep._runner import CalibrationError, run_cell, run_sweep
+from advsim.sweep._store import AUDIT_COLUMNS, BOUNDS_COLUMNS, TIME_COLUMNS, load_results
 
 __all__ = [
     "ADVERSARY_ALIASES",
     "AUDIT_COLUMNS",
     "BOUNDS_COLUMNS",
     "MECHANISM_ALIASES",
+    "TIME_COLUMNS",
     "Alias",
+    "CalibrationError",
     "Cell",
     "SweepConfig",
     "SweepError",
+    "builtin_config",
     "load_config",
     "load_results",
     "parse_config",

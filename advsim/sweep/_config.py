@@ -16,6 +16,7 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,27 @@ from advsim.audits import AUDIT_METHODS
 from advsim.mechanisms import LinearProcess
 from advsim.sweep._classes import Plugin, resolve
 
-__all__ = ["Cell", "SweepConfig", "SweepError", "load_config", "parse_config"]
+__all__ = [
+    "Cell",
+    "SweepConfig",
+    "SweepError",
+    "builtin_config",
+    "load_config",
+    "parse_config",
+]
 
 
 class SweepError(RuntimeError):
-    """A sweep folder that cannot be used as asked (damaged cell file, other config, ...)."""
+    """A sweep folder that cannot be used as asked (damaged cell file, other config, ...),
+    or a cell that failed.
+
+    Attributes:
+        cell: the `Cell` that failed, where one did (its cause is the cell's own error).
+    """
+
+    def __init__(self, message: str, cell: Cell | None = None):
+        super().__init__(message)
+        self.cell = cell
 
 
 # ------------------------------------------------------------------------------ config
@@ -50,7 +67,13 @@ _COMMON_DEFAULTS = {"delta": 1e-5}
 _BOUNDS_SETTINGS = ("composition_discretization",)
 _SETTINGS = (*_COMMON_DEFAULTS, *_AUDIT_DEFAULTS, "replicate", *_BOUNDS_SETTINGS)
 _SWEEP_KEYS = (
-    "mode", "seed", "name", "chunk_size", *_COMMON_DEFAULTS, *_AUDIT_DEFAULTS,
+    "mode",
+    "seed",
+    "common_seed",
+    "name",
+    "chunk_size",
+    *_COMMON_DEFAULTS,
+    *_AUDIT_DEFAULTS,
     *_BOUNDS_SETTINGS,
 )
 _SCALARS = (bool, int, float, str)
@@ -87,9 +110,11 @@ class Cell:
     Attributes:
         index: position in the sweep's cell order (the table's row order).
         cell_id: 16 hex digits of SHA-256 over everything that determines the result
-            (mode, mechanism, adversary, parameters, sweep seed); names `cells/<id>.json`.
+            (mode, mechanism, adversary, parameters, sweep seed, `common_seed`); names
+            `cells/<id>.json`.
         params: the cell's parameters: settings, mechanism parameters, `target_epsilon`.
-        seed: the cell's seed, derived from the sweep seed and `cell_id`.
+        seed: the cell's seed, derived from the sweep seed and `cell_id`; with
+            `common_seed`, the sweep seed itself.
     """
 
     index: int
@@ -105,6 +130,11 @@ class SweepConfig:
     `mechanism` and `adversary` keep the names as the config wrote them (an alias or a
     class path), so cell ids, and with them resumes of older sweep folders, do not change;
     `mechanism_plugin` and `adversary_plugin` are the classes they resolve to.
+
+    `common_seed` (`[sweep] common_seed = true`): every cell runs with the sweep seed
+    itself (common random numbers: the cells are compared on the same noise draws, as
+    `advsim audit` does over T), instead of a seed derived from the sweep seed and the
+    cell's id (independent cells, the default).
     """
 
     mode: str
@@ -117,11 +147,14 @@ class SweepConfig:
     cases: tuple
     chunk_size: int | None = None
     name: str | None = None
+    common_seed: bool = False
 
     def to_dict(self) -> dict:
         """The config as a TOML-shaped dict with every default filled in;
         `parse_config(c.to_dict()) == c`."""
         sweep = {"mode": self.mode, "seed": self.seed}
+        if self.common_seed:  # absent when false: older sweep folders keep their identity
+            sweep["common_seed"] = True
         if self.name is not None:
             sweep["name"] = self.name
         if self.chunk_size is not None:
@@ -170,13 +203,14 @@ class SweepConfig:
     @functools.cached_property
     def _cells(self) -> tuple[Cell, ...]:
         out = []
-        for sub in (self.cases or ({},)):
+        for sub in self.cases or ({},):
             grid = {**self.grid, **sub}
             keys = list(grid)
             for values in itertools.product(*(grid[k] for k in keys)):
                 params = {**self.fixed, **dict(zip(keys, values, strict=True))}
                 cid = _cell_id(self, params)
-                out.append(Cell(len(out), cid, params, _cell_seed(self.seed, cid)))
+                seed = self.seed if self.common_seed else _cell_seed(self.seed, cid)
+                out.append(Cell(len(out), cid, params, seed))
         return tuple(out)
 
 
@@ -192,6 +226,8 @@ def _cell_id(config: SweepConfig, params: Mapping) -> str:
         "params": dict(params),
         "seed": config.seed,
     }
+    if config.common_seed:  # only then: the ids of other sweeps stay as they were
+        ident["common_seed"] = True
     return hashlib.sha256(canon(ident).encode()).hexdigest()[:16]
 
 
@@ -229,6 +265,20 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
         raise ValueError(f"{path}: {err}") from None
 
 
+def builtin_config(name: str) -> dict:
+    """A sweep config shipped with the package (`advsim/sweep/<name>.toml`), as the dict
+    of its tables, for a driver to adjust before `parse_config` (e.g. "audit": the
+    built-in experiment of `advsim audit`).
+
+    Raises:
+        ValueError: no built-in config has this name.
+    """
+    path = resources.files("advsim.sweep").joinpath(f"{name}.toml")
+    if not path.is_file():
+        raise ValueError(f"no built-in sweep config named {name!r}")
+    return tomllib.loads(path.read_text())
+
+
 def _as_values(key: str, value, where: str) -> list:
     values = value if isinstance(value, list) else [value]
     if not values:
@@ -262,8 +312,7 @@ def parse_config(data: Mapping) -> SweepConfig:
     unknown = set(data) - {"sweep", "mechanism", "adversary", "grid", "cases"}
     if unknown:
         raise ValueError(
-            f"unknown table(s) {sorted(unknown)}; valid: sweep, mechanism, adversary, grid, "
-            "cases"
+            f"unknown table(s) {sorted(unknown)}; valid: sweep, mechanism, adversary, grid, cases"
         )
     sweep = dict(data.get("sweep", {}))
     bad = set(sweep) - set(_SWEEP_KEYS)
@@ -283,6 +332,9 @@ def parse_config(data: Mapping) -> SweepConfig:
         isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
     ):
         raise ValueError(f"sweep.chunk_size must be an integer >= 1, got {chunk_size!r}")
+    common_seed = sweep.pop("common_seed", False)
+    if not isinstance(common_seed, bool):
+        raise ValueError(f"sweep.common_seed must be true or false, got {common_seed!r}")
 
     mech = dict(data.get("mechanism", {}))
     mech_name = mech.pop("name", None)
@@ -376,10 +428,23 @@ def parse_config(data: Mapping) -> SweepConfig:
     fixed = dict(sorted(fixed.items()))
 
     config = SweepConfig(
-        mode=mode, seed=seed, mechanism=mech_name, adversary=adv_name,
-        adversary_kwargs=adv_kwargs, fixed=fixed, grid=grid, cases=cases,
-        chunk_size=chunk_size, name=name,
+        mode=mode,
+        seed=seed,
+        mechanism=mech_name,
+        adversary=adv_name,
+        adversary_kwargs=adv_kwargs,
+        fixed=fixed,
+        grid=grid,
+        cases=cases,
+        chunk_size=chunk_size,
+        name=name,
+        common_seed=common_seed,
     )
+    if common_seed and "replicate" in {*fixed, *swept}:
+        raise ValueError(
+            "sweep.common_seed = true runs every cell with the sweep seed, so replicates "
+            "would repeat the same runs; drop replicate, or common_seed for independent ones"
+        )
     cells = config.cells()
     if not cells:
         raise ValueError("the sweep has no cells")

@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -29,6 +29,7 @@ from advsim.sweep._store import (
     AUDIT_COLUMNS,
     CELLS_DIR,
     RUN_FILE,
+    TIME_COLUMNS,
     load_run_config,
     read_cell,
     table_rows,
@@ -36,36 +37,69 @@ from advsim.sweep._store import (
     write_table,
 )
 
-__all__ = ["run_cell", "run_sweep"]
+__all__ = ["CalibrationError", "run_cell", "run_sweep"]
 
 
-def run_cell(
-    config: SweepConfig, cell: Cell, *, progress: bool | None = None
-) -> dict:
+class CalibrationError(ValueError):
+    """No noise multiplier reaches a cell's `target_epsilon` (the calibration's own error
+    is the cause).
+
+    Attributes:
+        target_epsilon, delta, steps, sampling_prob: what was asked.
+    """
+
+    def __init__(self, target_epsilon, delta, steps, sampling_prob, cause: BaseException):
+        reason = " ".join(str(cause).split()) or type(cause).__name__
+        super().__init__(
+            f"cannot calibrate sigma for T={steps} to target_epsilon {target_epsilon:g} at "
+            f"delta {delta:g} (q={sampling_prob:g}): {reason}"
+        )
+        self.target_epsilon, self.delta = target_epsilon, delta
+        self.steps, self.sampling_prob, self.reason = steps, sampling_prob, reason
+
+
+def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -> dict:
     """Runs one cell and returns its result (the columns `AUDIT_COLUMNS` or
     `BOUNDS_COLUMNS`).
 
     Audit mode: `advsim.experiment.run_audit` with the cell's mechanism, adversary and
-    settings, `seed=cell.seed` (the chunked, device-sharded `simulate` underneath). Bounds
-    mode: `advsim.bounds.bounds_for` of the mechanism's accounting. With `target_epsilon`,
-    sigma is first calibrated by `calibrate_noise_multiplier` over the canary's steps.
+    settings, `seed=cell.seed` (the chunked, device-sharded `simulate` underneath), and
+    where the time went (`TIME_COLUMNS`: calibration, then `run_audit`'s compilation,
+    simulation, audit and bounds). Bounds mode: `advsim.bounds.bounds_for` of the
+    mechanism's accounting. With `target_epsilon`, sigma is first calibrated by
+    `calibrate_noise_multiplier` over the canary's steps.
 
     Args:
         config: the sweep.
         cell: one of `config.cells()`.
-        progress: the simulation's tqdm bar (default: automatic for long cells).
+        progress: the calibration's and the simulation's tqdm bars (default: automatic for
+            long ones; False: none).
+
+    Raises:
+        CalibrationError: no sigma reaches the cell's `target_epsilon`.
     """
     start = time.perf_counter()
     p = cell.params
     delta = p["delta"]
     mechanism = build_mechanism(config, p, noise_multiplier=1.0)
+    calibration = 0.0
     if "target_epsilon" in p:
         acc = mechanism.accounting()
-        sigma = bounds.calibrate_noise_multiplier(
-            p["target_epsilon"], delta, acc.steps, acc.sampling_prob,
-            canary_steps=acc.num_canary_steps,
-        )
+        try:
+            sigma = bounds.calibrate_noise_multiplier(
+                p["target_epsilon"],
+                delta,
+                acc.steps,
+                acc.sampling_prob,
+                canary_steps=acc.num_canary_steps,
+                progress=False if progress is False else None,
+            )
+        except (ValueError, RuntimeError, ArithmeticError) as err:
+            raise CalibrationError(
+                p["target_epsilon"], delta, acc.steps, acc.sampling_prob, err
+            ) from err
         mechanism = build_mechanism(config, p, noise_multiplier=sigma)
+        calibration = time.perf_counter() - start
     if config.mode == "bounds":
         acc = mechanism.accounting()
         if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
@@ -74,7 +108,8 @@ def run_cell(
             b = {
                 "heuristic": bounds.heuristic_epsilon(*args, canary_steps=n),
                 "composition": bounds.composition_epsilon(
-                    *args, canary_steps=n,
+                    *args,
+                    canary_steps=n,
                     value_discretization_interval=p["composition_discretization"],
                 ),
                 "full_batch": bounds.full_batch_epsilon(*args, canary_steps=n),
@@ -93,12 +128,20 @@ def run_cell(
     else:
         adversary = config.adversary_plugin.build(**config.adversary_kwargs)
         record = run_audit(
-            mechanism, adversary, trials=p["trials"], seed=cell.seed, method=p["method"],
-            delta=delta, confidence=p["confidence"],
-            threshold_selection=p["threshold_selection"], chunk_size=config.chunk_size,
+            mechanism,
+            adversary,
+            trials=p["trials"],
+            seed=cell.seed,
+            method=p["method"],
+            delta=delta,
+            confidence=p["confidence"],
+            threshold_selection=p["threshold_selection"],
+            chunk_size=config.chunk_size,
             progress=progress,
         ).to_dict()
-        result = {k: record[k] for k in AUDIT_COLUMNS if k != "wall_time_s"}
+        result = {k: record[k] for k in AUDIT_COLUMNS if k not in (*TIME_COLUMNS, "wall_time_s")}
+        result["calibrate_time_s"] = calibration
+        result.update((k, record[k]) for k in TIME_COLUMNS if k in record)
     result["wall_time_s"] = time.perf_counter() - start
     return result
 
@@ -135,6 +178,7 @@ def run_sweep(
     progress: bool = True,
     executor: str = "local",
     ray_address: str | None = None,
+    on_cell: Callable[[dict, bool], None] | None = None,
 ) -> list[dict]:
     """Runs every cell of a sweep into `out`, skipping the finished ones on resume.
 
@@ -158,6 +202,10 @@ def run_sweep(
             writes the files, so the workers need no shared file system).
         ray_address: for "ray": the cluster to join (`ray.init(address=...)`, e.g. "auto");
             default: an already initialised Ray, else a local instance.
+        on_cell: called with each cell's table row as soon as it is there, and whether
+            this session computed it: `on_cell(row, True)` when a cell finishes (its file
+            written), `on_cell(row, False)` at the start for each cell a resume found
+            finished (in cell order). E.g. `advsim audit` prints its table row by row.
 
     Returns:
         The table's rows, in cell order.
@@ -216,8 +264,12 @@ def run_sweep(
     meta["complete"] = False
     write_json(run_path, meta)
     try:
-        return _run_pending(config, out, cells, pending, results, meta, progress, executor,
-                            ray_address)
+        if on_cell is not None:
+            for row in table_rows(config, cells, results):
+                on_cell(row, False)
+        return _run_pending(
+            config, out, cells, pending, results, meta, progress, executor, ray_address, on_cell
+        )
     except BaseException:
         if fresh and not any(cells_dir.glob("*.json")):
             # Nothing finished in a folder this session made: leave nothing behind, so
@@ -254,11 +306,15 @@ def _read_cells(cells_dir: Path, cells: Sequence[Cell], config: SweepConfig) -> 
     return results
 
 
-def _run_pending(config, out, cells, pending, results, meta, progress, executor, address):
+def _run_pending(config, out, cells, pending, results, meta, progress, executor, address, on_cell):
     cells_dir = out / CELLS_DIR
     bar = tqdm(
-        total=len(cells), initial=len(results), unit="cell", desc="sweep",
-        disable=not progress, dynamic_ncols=True,
+        total=len(cells),
+        initial=len(results),
+        unit="cell",
+        desc="sweep",
+        disable=not progress,
+        dynamic_ncols=True,
     )
     last_table = time.monotonic()
 
@@ -266,8 +322,10 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
         nonlocal last_table
         results[cell.cell_id] = write_cell(cells_dir, cell, result)
         bar.update(1)
+        if on_cell is not None:
+            on_cell(table_rows(config, [cell], results)[0], True)
         if time.monotonic() - last_table > 10.0:
-            write_table(out, config, table_rows(config, cells, results))
+            write_table(out, config, table_rows(config, cells, results), meta)
             last_table = time.monotonic()
 
     with bar:
@@ -280,11 +338,13 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
                     # Parameters out of a computation's reach: the user's to change.
                     kept = (
                         f"; the {len(results)} finished cells are kept in {cells_dir}"
-                        if results else ""
+                        if results
+                        else ""
                     )
                     raise SweepError(
                         f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed: "
-                        f"{err}{kept}"
+                        f"{err}{kept}",
+                        cell,
                     ) from err
                 except Exception as err:  # a bug: keep its traceback, say which cell
                     err.add_note(
@@ -297,10 +357,10 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
             _run_ray(config, pending, finished, address)
 
     rows = table_rows(config, cells, results)
-    write_table(out, config, rows)
     meta["complete"] = True
     meta["sessions"][-1]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     write_json(out / RUN_FILE, meta)
+    write_table(out, config, rows, meta)
     return rows
 
 
@@ -335,6 +395,7 @@ def _run_ray(config: SweepConfig, pending: Sequence[Cell], finished, address) ->
             for ref in refs:
                 ray.cancel(ref)
             raise SweepError(
-                f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed on Ray: {err}"
+                f"cell {cell.cell_id} {describe(cell.params, config.swept)} failed on Ray: {err}",
+                cell,
             ) from err
         finished(cell, result)

@@ -18,7 +18,7 @@ from advsim._io import _jsonable as _encode  # non-finite floats as 'inf', '-inf
 from advsim._io import atomic_path, write_csv, write_json
 from advsim.sweep._config import Cell, SweepConfig, SweepError, canon, describe, parse_config
 
-__all__ = ["AUDIT_COLUMNS", "BOUNDS_COLUMNS", "load_results"]
+__all__ = ["AUDIT_COLUMNS", "BOUNDS_COLUMNS", "TIME_COLUMNS", "load_results"]
 
 CELL_FORMAT = "advsim-sweep-cell/1"
 RUN_FILE = "run.json"
@@ -29,15 +29,61 @@ TABLE_JSON = "results.json"
 #: Columns of the result of one cell, in table order (audit mode; bounds mode has the
 #: subset that does not need a simulation).
 AUDIT_COLUMNS = (
-    "mechanism", "adversary", "method", "steps", "sampling_prob", "noise_multiplier",
-    "num_canary_steps", "delta", "confidence", "threshold_selection", "eps_lower",
-    "eps_point", "heuristic", "composition", "full_batch", "rigorous", "guarantee",
-    "assumption", "assumption_rejected", "eps_point_above_composition", "eps_lower_note",
-    "eps_point_note", "threshold", "fpr", "fnr", "trials", "seed", "wall_time_s",
+    "mechanism",
+    "adversary",
+    "method",
+    "steps",
+    "sampling_prob",
+    "noise_multiplier",
+    "num_canary_steps",
+    "delta",
+    "confidence",
+    "threshold_selection",
+    "eps_lower",
+    "eps_point",
+    "heuristic",
+    "composition",
+    "full_batch",
+    "rigorous",
+    "guarantee",
+    "assumption",
+    "assumption_rejected",
+    "eps_point_above_composition",
+    "eps_lower_note",
+    "eps_point_note",
+    "threshold",
+    "fpr",
+    "fnr",
+    "trials",
+    "seed",
+    "wall_time_s",
+    "calibrate_time_s",
+    "compile_time_s",
+    "simulate_time_s",
+    "audit_time_s",
+    "bounds_time_s",
+)
+#: Where an audit cell's wall time went: calibrating sigma (0 without `target_epsilon`),
+#: and `advsim.experiment.run_audit`'s JAX compilation, simulation, audit and bounds (each
+#: without the compilation inside it). Cells stored before these columns leave them empty.
+TIME_COLUMNS = (
+    "calibrate_time_s",
+    "compile_time_s",
+    "simulate_time_s",
+    "audit_time_s",
+    "bounds_time_s",
 )
 BOUNDS_COLUMNS = (
-    "mechanism", "steps", "sampling_prob", "noise_multiplier", "num_canary_steps", "delta",
-    "heuristic", "composition", "full_batch", "wall_time_s",
+    "mechanism",
+    "steps",
+    "sampling_prob",
+    "noise_multiplier",
+    "num_canary_steps",
+    "delta",
+    "heuristic",
+    "composition",
+    "full_batch",
+    "wall_time_s",
 )
 
 
@@ -89,13 +135,11 @@ def read_cell(path: Path, cell: Cell | None, keys: Sequence[str] = ()) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise SweepError(
-            f"cell file {path} is corrupted or partially written (not valid JSON: {err}); "
-            f"{hint}"
+            f"cell file {path} is corrupted or partially written (not valid JSON: {err}); {hint}"
         ) from None
     if not isinstance(data, dict) or data.get("format") != CELL_FORMAT or "sha256" not in data:
         raise SweepError(
-            f"cell file {path} is not an advsim sweep cell ({CELL_FORMAT} with a checksum); "
-            f"{hint}"
+            f"cell file {path} is not an advsim sweep cell ({CELL_FORMAT} with a checksum); {hint}"
         )
     stored = data.pop("sha256")
     if _checksum(data) != stored:
@@ -108,8 +152,7 @@ def read_cell(path: Path, cell: Cell | None, keys: Sequence[str] = ()) -> dict:
         or data.get("seed") != cell.seed
     ):
         raise SweepError(
-            f"cell file {path} holds a different cell than {describe(cell.params, keys)}; "
-            f"{hint}"
+            f"cell file {path} holds a different cell than {describe(cell.params, keys)}; {hint}"
         )
     if not isinstance(data.get("result"), dict):
         raise SweepError(f"cell file {path} has no result; {hint}")
@@ -142,10 +185,17 @@ def _columns(config: SweepConfig, rows: Sequence[Mapping]) -> list[str]:
     return cols
 
 
-def write_table(out: Path, config: SweepConfig, rows: list[dict]) -> None:
+def write_table(
+    out: Path, config: SweepConfig, rows: list[dict], provenance: Mapping | None = None
+) -> None:
+    """`results.csv` and `results.json` (`columns`, `rows` and, where given, the
+    `provenance` of run.json: config, versions, JAX devices, git commit, sessions)."""
     columns = _columns(config, rows)
     write_csv(out / TABLE_CSV, rows, columns)
-    write_json(out / TABLE_JSON, {"columns": columns, "rows": rows})
+    table = {"columns": columns, "rows": rows}
+    if provenance is not None:
+        table["provenance"] = dict(provenance)
+    write_json(out / TABLE_JSON, table)
 
 
 def load_results(out: str | os.PathLike, *, partial: bool = False) -> tuple[SweepConfig, list]:

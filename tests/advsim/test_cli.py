@@ -7,7 +7,10 @@ import jax
 import pytest
 
 from advsim import bounds
+from advsim.adversaries import ProjectionScore
 from advsim.cli import main
+from advsim.experiment import run_audit
+from advsim.mechanisms import LinearProcess
 
 
 def test_bound_prints_the_three_bounds(capsys):
@@ -39,13 +42,56 @@ def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     assert [int(r["steps"]) for r in rows] == [5, 20]
     for r in rows:
         assert 0 <= float(r["eps_lower"]) <= float(r["composition"])
+        # The numbers of run_audit called directly at the same seed (what `advsim audit`
+        # ran per T before it became a sweep): every T runs with --seed (default 0).
+        ref = run_audit(
+            LinearProcess(int(r["steps"]), 0.1, 1.0), ProjectionScore(), trials=20000, seed=0
+        )
+        assert (float(r["eps_lower"]), float(r["eps_point"])) == (ref.eps_lower, ref.eps_point)
+        assert int(r["seed"]) == 0
     meta = json.loads((out / "results.json").read_text())
     prov = meta["provenance"]
-    assert prov["config"]["trials"] == 20000
+    assert prov["config"]["sweep"]["trials"] == 20000
     assert "jax" in prov["versions"] and prov["jax_devices"] and prov["git_commit"]
     assert (out / "eps_vs_steps.png").stat().st_size > 0
     assert (out / "eps_vs_steps.pdf").stat().st_size > 0
     assert not list(out.glob(".*.tmp"))  # no half-written files left behind
+    assert len(list((out / "cells").glob("*.json"))) == 2  # one checksummed file per T
+
+
+def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
+    """A run killed after its first T keeps that row; --resume prints it, runs the rest,
+    and gives run_audit's numbers at the seed for every T (the reference, as above)."""
+    import advsim.sweep._runner as runner
+
+    real, calls = runner.run_audit, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[0].accounting().steps)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    out = tmp_path / "r"
+    argv = ["audit", "--steps", "3", "6", "--sampling-prob", "0.1", "--noise-multiplier", "1",
+            "--trials", "2000", "--seed", "4", "--out", str(out), "--quiet"]
+    monkeypatch.setattr(runner, "run_audit", interrupted)
+    assert main(argv) == 130
+    assert len(list((out / "cells").glob("*.json"))) == 1
+    monkeypatch.setattr(runner, "run_audit", real)
+    capsys.readouterr()
+    assert main(argv) == 2  # the folder holds this audit: continue it, never overwrite
+    assert "pass --resume" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0
+    text = capsys.readouterr().out
+    assert text.index("\n     3 ") < text.index("\n     6 ")  # both rows, in order
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    for r in rows:
+        ref = run_audit(LinearProcess(r["steps"], 0.1, 1.0), ProjectionScore(), trials=2000,
+                        seed=4)
+        assert (r["eps_lower"], r["eps_point"]) == (ref.eps_lower, ref.eps_point)
+    assert main(["audit", "--resume"]) == 2
+    assert "--resume needs --out" in capsys.readouterr().err
 
 
 def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
@@ -79,17 +125,17 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
 def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsys, monkeypatch):
     import re
 
-    import advsim.cli._audit as cli
+    import advsim.sweep._runner as runner  # the audit's cells run through the sweep runner
 
     printed, calls = [], []
-    real = cli.run_audit
+    real = runner.run_audit
 
     def spy(*args, **kwargs):  # what the user had seen when each T started
         printed.append(capsys.readouterr().out)
         calls.append("".join(printed))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "run_audit", spy)
+    monkeypatch.setattr(runner, "run_audit", spy)
     jax.clear_caches()  # compiled by an earlier test otherwise: this run's compilation is 0
     assert main(["audit", "--steps", "5", "20", "--sampling-prob", "0.1",
                  "--noise-multiplier", "1.0", "--trials", "2000", "--out", str(tmp_path / "r"),

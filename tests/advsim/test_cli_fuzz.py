@@ -214,7 +214,9 @@ def test_internal_error_keeps_its_traceback(tmp_path, monkeypatch, capsys):
     def boom(*args, **kwargs):
         raise RuntimeError("an internal inconsistency")
 
-    monkeypatch.setattr(cli._audit, "run_audit", boom)
+    import advsim.sweep._runner as runner  # the audit's cells run through the sweep runner
+
+    monkeypatch.setattr(runner, "run_audit", boom)
     code = main(["audit", "--steps", "2", "--noise-multiplier", "1", "--out", "out"])
     err = capsys.readouterr().err
     assert code == 1

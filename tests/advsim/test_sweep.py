@@ -24,9 +24,15 @@ import jax
 import pytest
 
 from advsim import Accounting, bounds
+from advsim.adversaries import ProjectionScore
 from advsim.cli import main
+from advsim.experiment import DEFAULT_STEPS, run_audit
+from advsim.mechanisms import LinearProcess
 from advsim.sweep import (
+    TIME_COLUMNS,
+    CalibrationError,
     SweepError,
+    builtin_config,
     load_config,
     load_results,
     parse_config,
@@ -90,10 +96,10 @@ def _count_compiles():
 
 
 def _table_without_wall_time(path: Path) -> str:
-    """results.csv minus the wall-time column (the only one that measures the machine)."""
+    """results.csv minus the wall-time columns (the only ones that measure the machine)."""
     rows = list(csv.reader(io.StringIO(path.read_text())))
-    drop = rows[0].index("wall_time_s")
-    return "\n".join(",".join(c for i, c in enumerate(r) if i != drop) for r in rows)
+    drop = {rows[0].index(k) for k in ("wall_time_s", *TIME_COLUMNS) if k in rows[0]}
+    return "\n".join(",".join(c for i, c in enumerate(r) if i not in drop) for r in rows)
 
 
 # ---------------------------------------------------------------------------- config
@@ -140,8 +146,9 @@ def test_bounds_mode_refuses_audit_settings():
     with pytest.raises(ValueError, match="sweep.trials has no effect in bounds mode"):
         parse_config(_bounds_config(trials=100))
     with pytest.raises(ValueError, match="composition_discretization applies to bounds mode"):
-        parse_config({**_bounds_config(), "sweep": {"composition_discretization": 1e-3,
-                                                    "mode": "audit"}})
+        parse_config(
+            {**_bounds_config(), "sweep": {"composition_discretization": 1e-3, "mode": "audit"}}
+        )
 
 
 def test_toml_configs_load_and_round_trip(tmp_path):
@@ -169,6 +176,88 @@ def test_cell_ids_and_seeds_depend_only_on_the_cell():
     assert {c.seed for c in other_seed.cells()}.isdisjoint({c.seed for c in small.cells()})
 
 
+def _common_seed_config(steps=(2, 4)):
+    return {
+        "sweep": {"mode": "audit", "seed": 3, "common_seed": True, "trials": 2000},
+        "mechanism": {"name": "linear", "sampling_prob": 0.1, "noise_multiplier": 1.0},
+        "adversary": {"name": "projection"},
+        "grid": {"steps": list(steps)},
+    }
+
+
+def test_common_seed_cells_are_run_audit_at_the_sweep_seed_with_their_times(tmp_path):
+    """`common_seed = true`: each cell's numbers are those of `run_audit` called directly
+    with the sweep's seed (the reference: the function a cell calls, as `advsim audit`
+    called it per T before it became a sweep); each row reaches `on_cell` when its cell
+    finishes, and a resume hands over the finished rows first, marked as found."""
+    config = _common_seed_config()
+    seen = []
+    rows = run_sweep(
+        config, tmp_path / "s", progress=False, on_cell=lambda r, new: seen.append((r, new))
+    )
+    assert [(r["steps"], new) for r, new in seen] == [(2, True), (4, True)]
+    assert [r for r, _ in seen] == rows
+    for row in rows:
+        ref = run_audit(
+            LinearProcess(row["steps"], 0.1, 1.0), ProjectionScore(), trials=2000, seed=3
+        ).to_dict()
+        assert row["seed"] == 3
+        for key in ("eps_lower", "eps_point", "threshold", "fpr", "fnr", "heuristic"):
+            assert row[key] == ref[key], key
+        times = [row[k] for k in TIME_COLUMNS]
+        assert row["calibrate_time_s"] == 0.0 and min(times) >= 0.0
+        assert sum(times) <= row["wall_time_s"]
+    seen.clear()
+    again = run_sweep(
+        config,
+        tmp_path / "s",
+        resume=True,
+        progress=False,
+        on_cell=lambda r, n: seen.append((r, n)),
+    )
+    assert again == rows and seen == [(r, False) for r in rows]
+    # Without common_seed the cells get derived seeds (and other ids: other results).
+    derived = parse_config({**config, "sweep": {**config["sweep"], "common_seed": False}})
+    assert {c.seed for c in derived.cells()}.isdisjoint({3})
+    assert {c.cell_id for c in derived.cells()}.isdisjoint(
+        {c.cell_id for c in parse_config(config).cells()}
+    )
+    with pytest.raises(ValueError, match="common_seed = true runs every cell with the sweep"):
+        parse_config({**config, "grid": {"steps": [2], "replicate": [0, 1]}})
+
+
+def test_builtin_audit_config_is_the_documented_experiment():
+    """advsim/sweep/audit.toml is the README's first command: Figure 3 of arXiv:2410.06186
+    (q = 0.01, sigma calibrated to composition eps = 8 at delta = 1e-5, 1e6 runs)."""
+    config = parse_config(builtin_config("audit"))
+    assert config.common_seed and config.mode == "audit"
+    assert [c.params["steps"] for c in config.cells()] == list(DEFAULT_STEPS)
+    p = config.cells()[0].params
+    assert (p["sampling_prob"], p["target_epsilon"], p["delta"], p["trials"]) == (
+        0.01,
+        8.0,
+        1e-5,
+        10**6,
+    )
+    with pytest.raises(ValueError, match="no built-in sweep config named 'nope'"):
+        builtin_config("nope")
+
+
+def test_failed_calibration_names_the_cell(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("no bracket")
+
+    monkeypatch.setattr(bounds, "calibrate_noise_multiplier", fail)
+    config = _bounds_config(steps=(1, 3))
+    config["mechanism"] = {"name": "linear", "sampling_prob": 0.1, "target_epsilon": 2.0}
+    with pytest.raises(SweepError) as err:
+        run_sweep(config, tmp_path / "s", progress=False)
+    cause = err.value.__cause__
+    assert isinstance(cause, CalibrationError) and (cause.steps, cause.target_epsilon) == (1, 2)
+    assert err.value.cell.params["steps"] == 1 and "no bracket" in str(err.value)
+    assert not (tmp_path / "s").exists()
+
+
 def test_cases_union_of_sub_grids_in_order():
     config = parse_config(
         {
@@ -181,8 +270,10 @@ def test_cases_union_of_sub_grids_in_order():
             ],
         }
     )
-    got = [(c.params["steps"], c.params["sampling_prob"], c.params["noise_multiplier"])
-           for c in config.cells()]
+    got = [
+        (c.params["steps"], c.params["sampling_prob"], c.params["noise_multiplier"])
+        for c in config.cells()
+    ]
     assert got == [(1, 0.1, 2.0), (10, 0.1, 2.0), (5, 0.01, 0.5), (5, 0.01, 1.0)]
 
 
@@ -223,9 +314,10 @@ def test_sigkill_midway_then_resume_gives_the_uninterrupted_table(tmp_path):
     cfg.write_text(GRID_4x5)
     killed = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advsim.cli", "sweep", str(cfg), "--out", str(killed),
-         "--quiet"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+        [sys.executable, "-m", "advsim.cli", "sweep", str(cfg), "--out", str(killed), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
     )
     cells = killed / "cells"
     deadline = time.monotonic() + 240
@@ -339,8 +431,13 @@ def test_plot_sweep_and_cli(tmp_path, capsys):
     run_sweep(config, out, progress=False)
     paths = plot_sweep(out)
     names = {p.name for p in paths}
-    for stem in ("eps_vs_steps", "heatmap_heuristic", "heatmap_composition",
-                 "ratio_heuristic_over_composition", "ratio_heuristic_over_T1"):
+    for stem in (
+        "eps_vs_steps",
+        "heatmap_heuristic",
+        "heatmap_composition",
+        "ratio_heuristic_over_composition",
+        "ratio_heuristic_over_T1",
+    ):
         assert {f"{stem}.png", f"{stem}.pdf"} <= names, stem
     assert all(p.stat().st_size > 0 for p in paths)
     assert main(["plot", str(out)]) == 0
