@@ -18,6 +18,9 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `landscape_*`, `two_step_*`, `hockey_stick_epsilon`: the exact law of the threshold
   landscape's last model (Section 6 of arXiv:2405.14457; `advsim.mechanisms.ThresholdLandscape`).
 - `bounds_for`: the three reference epsilons of an `advsim.Accounting`.
+- `shifted_interpolation_*`: a rigorous hidden-state bound for projected full-batch DP-GD
+  on a convex, Lipschitz, smooth loss (Bok, Su and Altschuler, arXiv:2403.00278), with
+  its assumptions named in the result.
 
 The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
 sampling_prob, noise_multiplier, canary_steps=n)`, or the record of the run,
@@ -55,6 +58,11 @@ from advsim.bounds._mixture import (
     mixture_log_likelihood_ratio,
     mixture_tradeoff,
 )
+from advsim.bounds._shifted_interpolation import (
+    ShiftedInterpolationBound,
+    shifted_interpolation_bound,
+    shifted_interpolation_epsilon,
+)
 from advsim.bounds._tradeoff import (
     TradeoffCurve,
     composition_epsilon_from_pld,
@@ -66,6 +74,7 @@ from advsim.bounds._tradeoff import (
 )
 
 __all__ = [
+    "ShiftedInterpolationBound",
     "TradeoffCurve",
     "binomial_mixture",
     "bounds_for",
@@ -95,6 +104,8 @@ __all__ = [
     "mixture_epsilon",
     "mixture_log_likelihood_ratio",
     "mixture_tradeoff",
+    "shifted_interpolation_bound",
+    "shifted_interpolation_epsilon",
     "two_step_density",
     "two_step_epsilon",
     "two_step_gdp_curve",
