@@ -35,8 +35,10 @@ a confidence bound, so it has no `eps_lower` and is never `rigorous`.
 `one_run_audit(scores, included, delta=...)` (Steinke, Nasr & Jagielski 2023) audits one
 training run from m canaries' scores and inclusion bits (`OneRunResult`); its guarantee
 says how k+ and k- were chosen; `one_run_fdp_audit` (Mahloujifar, Melis & Chaudhuri 2024)
-rejects a Gaussian trade-off claim from the same guesses (`mu_lower`, assumption-free;
-its eps assumes the curve is Gaussian).
+rejects a trade-off claim from the same guesses: G_mu (`mu_lower`, assumption-free; its
+eps assumes the curve is Gaussian) or, with `bound=` and the run's `accounting`, the
+heuristic's or composition's curve (`sigma_star`: the run is not f-DP for that curve at
+any noise multiplier >= sigma_star, assumption-free).
 """
 
 from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
@@ -62,7 +64,13 @@ from ._one_run import (
     one_run_guesses,
     one_run_p_value,
 )
-from ._one_run_fdp import gdp_one_run_rejects, one_run_fdp_audit, one_run_gdp_mu
+from ._one_run_fdp import (
+    FDP_BOUNDS,
+    fdp_one_run_margin,
+    gdp_one_run_rejects,
+    one_run_fdp_audit,
+    one_run_gdp_mu,
+)
 from ._result import AuditResult
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
@@ -80,6 +88,7 @@ __all__ = [
     "GaussianDPAudit",
     "Guarantee",
     "HeuristicFamilyAudit",
+    "FDP_BOUNDS",
     "K_SELECTIONS",
     "OneRunResult",
     "PAPER_EPS_GRID",
@@ -96,6 +105,7 @@ __all__ = [
     "check_tradeoff_fit",
     "default_k_candidates",
     "certify_violation",
+    "fdp_one_run_margin",
     "gdp_one_run_rejects",
     "get_audit",
     "observed_tradeoff",

@@ -50,7 +50,7 @@ from advsim._scores import Scores
 from advsim._validation import check_delta, check_in_interval, check_int
 
 from ._guarantee import Guarantee
-from ._result import _plain
+from ._one_run import guaranteed_dict
 from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves
 
 __all__ = ["BayesianEstimate", "bayesian_audit", "bayesian_estimate", "posterior_eps_cdf"]
@@ -113,12 +113,7 @@ class BayesianEstimate:
 
     def to_dict(self) -> dict:
         """All fields as plain Python values, JSON-ready."""
-        out = {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "guarantee"
-        }
-        out["guarantee"] = self.guarantee.to_dict()
-        out["rigorous"] = self.rigorous
-        return _plain(out)
+        return guaranteed_dict(self)
 
 
 class _Posterior:

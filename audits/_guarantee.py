@@ -42,6 +42,9 @@ ASSUMPTIONS = {
     "gaussian_tradeoff": "the run's trade-off curve is exactly Gaussian (G_mu for some mu)",
     "heuristic_family": "the run's privacy is exactly that of the last-iterate heuristic's "
     "family Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), with known T, q, n_c",
+    "bound_family": "the run's trade-off curve is exactly one of a named bound's curves "
+    "(composition, the max-over-steps heuristic) at known T, q, canary steps, indexed by "
+    "the noise multiplier (the one-run f-DP audit's eps)",
     "jeffreys_prior": "independent Jeffreys Beta(1/2, 1/2) priors on the test's FPR and FNR "
     "(the credible interval is a property of that posterior)",
 }
@@ -49,6 +52,7 @@ _SHORT = {
     "none": "",
     "gaussian_tradeoff": "assumes Gaussian",
     "heuristic_family": "assumes family",
+    "bound_family": "assumes family",
     "jeffreys_prior": "credible interval",
 }
 

@@ -182,14 +182,60 @@ class OneRunResult:
         canaries without accounting for it."""
         return self.guarantee.rigorous
 
+    @classmethod
+    def make(
+        cls,
+        method: str,
+        eps_lower: float,
+        delta: float,
+        confidence: float,
+        *,
+        assumption: str,
+        held_out: bool,
+        multiplicity: str,
+        num_canaries: int,
+        pair: tuple[int, int],
+        guesses: tuple[int, int],
+        extras: dict,
+        certified: str | None = None,
+    ) -> OneRunResult:
+        """The result of guesses `(r, v)` made with `pair = (k_plus, k_minus)` on
+        `num_canaries` canaries, with its `Guarantee` (an (eps, delta) lower bound under
+        `assumption`)."""
+        return cls(
+            method=method,
+            eps_lower=eps_lower,
+            delta=delta,
+            confidence=confidence,
+            guarantee=Guarantee(
+                statement="eps_delta_lower_bound",
+                assumption=assumption,
+                held_out=held_out,
+                multiplicity=multiplicity,
+                certified=certified,
+            ),
+            num_canaries=num_canaries,
+            k_plus=pair[0],
+            k_minus=pair[1],
+            num_guesses=guesses[0],
+            num_correct=guesses[1],
+            extras=extras,
+        )
+
     def to_dict(self) -> dict:
         """All fields as plain Python values, JSON-ready."""
-        out = {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "guarantee"
-        }
-        out["guarantee"] = self.guarantee.to_dict()
-        out["rigorous"] = self.rigorous
-        return _plain(out)
+        return guaranteed_dict(self)
+
+
+def guaranteed_dict(result) -> dict:
+    """A result dataclass's fields as plain values, its `guarantee` as `Guarantee.to_dict`
+    and `rigorous` added: the JSON form every result with a guarantee shares."""
+    out = {
+        f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.name != "guarantee"
+    }
+    out["guarantee"] = result.guarantee.to_dict()
+    out["rigorous"] = result.rigorous
+    return _plain(out)
 
 
 def _check_inputs(scores, included):
@@ -343,22 +389,17 @@ def one_run_audit(
             "accounted for"
         )
         extras.update(n_candidates=len(pairs), level=level_used)
-    return OneRunResult(
-        method="one_run",
-        eps_lower=eps,
-        delta=delta,
-        confidence=confidence,
-        guarantee=Guarantee(
-            statement="eps_delta_lower_bound",
-            assumption="none",
-            held_out=held_out,
-            multiplicity=multiplicity,
-        ),
+    return OneRunResult.make(
+        "one_run",
+        eps,
+        delta,
+        confidence,
+        assumption="none",
+        held_out=held_out,
+        multiplicity=multiplicity,
         num_canaries=m,
-        k_plus=pair[0],
-        k_minus=pair[1],
-        num_guesses=r,
-        num_correct=v,
+        pair=pair,
+        guesses=(r, v),
         extras=extras,
     )
 
