@@ -13,6 +13,12 @@ Binomial(repeats, 1 - confidence) (the rule of `advsim.testing.Calibration`). Ro
 - `one_run_fdp` (Mahloujifar, Melis & Chaudhuri 2024, `audits.one_run_fdp_audit`): the
   Gaussian trade-off claim rejected on the same guesses (k- = 0, Bonferroni over k+), its
   mu_lower read as eps: an (eps, delta) bound because this run's curve is exactly G_mu;
+- `one_run_fdp_heuristic`, `one_run_fdp_composition`: the same guesses against the
+  heuristic's and composition's curves at the run's T and q (`bound=`, `accounting=`):
+  the smallest noise multiplier sigma* whose curve is rejected, read as that bound's eps
+  at delta (an (eps, delta) bound because this run's curve is exactly the bound's at its
+  sigma; at q = 1 both curves are G_{sqrt(T)/sigma}, so these rows check the numerical
+  curves against the closed-form row above: they may only be lower);
 - `eps_delta` (`audits.EpsDeltaAudit`, threshold chosen on a held-out half): the ordinary
   audit of one canary (`GradientCanary`, the same T, sigma, C, fixed batch) with m runs
   per world, i.e. 2m training runs.
@@ -64,6 +70,7 @@ def compute_one_run(figure, rows) -> dict:
     for m in p["num_canaries"]:
         mech = OneRunGradientCanaries(steps=steps, noise_multiplier=sigma, num_canaries=m)
         truth = mech.epsilon(delta)
+        acc = mech.accounting()
         start = time.perf_counter()
         sims = simulate_one_run(mech, repeats, key=seed + m, batch=p.get("batch", 64))
         for method, selection in (("one_run", "bonferroni"), ("one_run_split", "split")):
@@ -79,6 +86,17 @@ def compute_one_run(figure, rows) -> dict:
             for a, b in zip(sims.scores, sims.included, strict=True)
         ]
         out.append(_row(m, "one_run_fdp", 1, truth, eps, confidence, t0))
+        # The same guesses against the bounds' curves at the run's T, q (sigma* searched):
+        # each canary's curve is the heuristic's (and composition's, at q = 1) at sigma.
+        for bound in ("heuristic", "composition"):
+            t0 = time.perf_counter()
+            eps = [
+                one_run_fdp_audit(
+                    a, b, delta=delta, confidence=confidence, bound=bound, accounting=acc
+                ).eps_lower
+                for a, b in zip(sims.scores, sims.included, strict=True)
+            ]
+            out.append(_row(m, f"one_run_fdp_{bound}", 1, truth, eps, confidence, t0))
         # The ordinary audit: one canary, m runs per world, repeat i from runs
         # [i m, (i + 1) m) of one simulation (run i depends on its index alone).
         start = time.perf_counter()

@@ -27,7 +27,14 @@ def test_compute_small(tmp_path):
     fig = load_figure("one_run", quick=True, out=tmp_path)
     fig = dataclasses.replace(fig, params=dict(fig.params, num_canaries=[64], repeats=6, batch=6))
     rows = {r["method"]: r for r in compute_one_run(fig, {})["one_run"]}
-    assert set(rows) == {"one_run", "one_run_split", "one_run_fdp", "eps_delta"}
+    assert set(rows) == {
+        "one_run",
+        "one_run_split",
+        "one_run_fdp",
+        "one_run_fdp_heuristic",
+        "one_run_fdp_composition",
+        "eps_delta",
+    }
     # mu = sqrt(T) / sigma = 1 / 0.5 = 2: eps = 9.997 at delta 1e-5 (Corollary 2.13 of
     # arXiv:1905.02383); allowance = 0.999-quantile of Binomial(6, 0.05) = 3.
     allowed = int(scipy.stats.binom.ppf(0.999, 6, 0.05))
@@ -36,6 +43,12 @@ def test_compute_small(tmp_path):
         assert row["allowed"] == allowed and row["repeats"] == 6
         assert row["over"] <= allowed and row["check"] == "pass"
         assert 0 < row["median_eps_lower"] < row["exact_eps"]
+    # At T = 1, q = 1 the heuristic's and composition's curves are G_{1/sigma}: their
+    # numerical curves (never above the exact one) give at most the closed-form G_mu row,
+    # and within 1% (the sigma grid's 0.1% and the curves' rounding).
+    gauss = rows["one_run_fdp"]["median_eps_lower"]
+    for name in ("one_run_fdp_heuristic", "one_run_fdp_composition"):
+        assert gauss * 0.99 <= rows[name]["median_eps_lower"] <= gauss * (1 + 1e-9)
     assert rows["one_run"]["training_runs"] == 1 and rows["eps_delta"]["training_runs"] == 128
 
 
