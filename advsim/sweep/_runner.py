@@ -85,6 +85,7 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     calibration = 0.0
     if "target_epsilon" in p:
         acc = mechanism.accounting()
+        tic = time.perf_counter()
         try:
             sigma = bounds.calibrate_noise_multiplier(
                 p["target_epsilon"],
@@ -98,8 +99,8 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
             raise CalibrationError(
                 p["target_epsilon"], delta, acc.steps, acc.sampling_prob, err
             ) from err
+        calibration = time.perf_counter() - tic
         mechanism = build_mechanism(config, p, noise_multiplier=sigma)
-        calibration = time.perf_counter() - start
     if config.mode == "bounds":
         acc = mechanism.accounting()
         if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
