@@ -270,10 +270,15 @@ def test_calibration_catches_a_wrong_truth_and_names_seeds():
 
 
 def _readme_section(title: str) -> str:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    # The section moved from the README to the tutorial page (fences carry markdown-exec's
+    # attributes: ```python exec="on" ...).
+    page = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "property_testing.md"
+    text = page.read_text()
     start = text.index(f"## {title}")
     end = text.find("\n## ", start + 1)
-    blocks = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    blocks = re.findall(
+        r"```python[^\n]*\n(.*?)```", text[start : end if end != -1 else None], flags=re.S
+    )
     assert blocks, f"no python code in README section {title!r}"
     return "\n".join(blocks)
 
