@@ -13,12 +13,14 @@ from advsim._mechanism import (
     AbstractCoordinateLaws,
     AbstractDirectedCanary,
     AbstractMechanism,
+    AbstractPerExampleData,
     AbstractProjectionLaw,
     AbstractSumEncoding,
     AbstractThresholdLandscape,
     CanarySchedule,
     DPSGDOptions,
     DPSGDParams,
+    poisson_batch_bound,
 )
 from advsim._scores import NonFiniteScoresError, Scores
 from advsim._simulate import block_size, default_chunk_size, simulate
@@ -30,6 +32,7 @@ __all__ = [
     "AbstractCoordinateLaws",
     "AbstractDirectedCanary",
     "AbstractMechanism",
+    "AbstractPerExampleData",
     "AbstractProjectionLaw",
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
@@ -43,6 +46,7 @@ __all__ = [
     "clip_gradients",
     "default_chunk_size",
     "dpsgd_update",
+    "poisson_batch_bound",
     "run_mechanism",
     "simulate",
 ]

@@ -1,9 +1,10 @@
 """The DP-SGD step and one simulated run: clipping, sampling, noise, regularizer.
 
 Everything here is pure and jittable. A run's randomness comes from one key: its noise
-(shape `(T, d)`), its canary coins (`(T,)`) and its sampled group counts (`(T, g)`) are drawn
-up front from sub-keys of that key, so one run gives the same numbers whether it is
-simulated alone or in a batch of any size, on one device or many.
+(shape `(T, d)`), its canary coins (`(T,)`) and its sampled group counts (`(T, g)`) or, for
+an `AbstractPerExampleData` mechanism, its examples' memberships (`(T, n)`) are drawn up
+front from sub-keys of that key, so one run gives the same numbers whether it is simulated
+alone or in a batch of any size, on one device or many.
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from advsim._binomial import AbstractBinomialSampler
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractMechanism, AbstractPerExampleData
 
-__all__ = ["bernoulli_from_bits", "clip_gradients", "dpsgd_update", "run_mechanism"]
+__all__ = [
+    "bernoulli_from_bits",
+    "clip_gradients",
+    "dpsgd_update",
+    "gathers_sampled_examples",
+    "run_mechanism",
+    "sampled_gradient_sum",
+]
 
 
 def clip_gradients(grads: Float[Array, "... d"], clip_norm) -> Float[Array, "... d"]:
@@ -44,6 +52,60 @@ def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, ...]:
     return (bits.astype(jnp.float32) < prob * 4294967296.0) | (prob >= 1.0)
 
 
+def gathers_sampled_examples(mechanism: AbstractMechanism) -> bool:
+    """Whether the engine computes only the sampled examples' gradients, in blocks of
+    `max_batch_size` (Poisson-sampled `AbstractPerExampleData` with B < n)."""
+    return (
+        isinstance(mechanism, AbstractPerExampleData)
+        and mechanism.batching == "poisson"
+        and mechanism.max_batch_size < mechanism.num_examples
+    )
+
+
+def sampled_gradient_sum(
+    mechanism: AbstractPerExampleData,
+    model: Float[Array, " d"],
+    t: Int[Array, ""],
+    members: Int[Array, " n"],
+    clip_norm,
+) -> Float[Array, " d"]:
+    """The sum of the clipped gradients of the sampled examples (`members` > 0), computed
+    on the sampled examples only, `max_batch_size` B at a time.
+
+    The k sampled indices, in index order, are gathered into blocks of B (the last one
+    padded and masked); a `lax.while_loop` adds block after block until all k are in, so
+    the sum is exact for any k (ceil(k / B) blocks, at least one). Under `vmap` the loop
+    runs the lanes' largest number of blocks; a lane's own sum is unchanged by the others'
+    (its extra iterations are discarded), so results do not depend on the batch of runs.
+    """
+    size = mechanism.max_batch_size
+    n = members.shape[0]
+    member = members > 0
+    rank = jnp.cumsum(member.astype(jnp.int32)) - 1  # position among the sampled examples
+    total = rank[-1] + 1
+    positions = jnp.arange(n, dtype=jnp.int32)
+    lanes = jnp.arange(size, dtype=jnp.int32)
+
+    def block(b):
+        start = b * size
+        slot = jnp.where(member & (rank >= start) & (rank < start + size), rank - start, size)
+        index = jnp.zeros((size,), jnp.int32).at[slot].set(positions, mode="drop")
+        grads = clip_gradients(mechanism.example_gradients(model, index, t), clip_norm)
+        valid = lanes < total - start
+        # An explicit reduction (see dpsgd_update); padded rows are exact zeros.
+        return jnp.sum(jnp.where(valid[:, None], grads, jnp.zeros_like(grads)), 0)
+
+    def more(carry):
+        return carry[0] * size < total
+
+    def next_block(carry):
+        b, acc = carry
+        return b + 1, acc + block(b)
+
+    _, acc = jax.lax.while_loop(more, next_block, (jnp.int32(1), block(jnp.int32(0))))
+    return acc
+
+
 def dpsgd_update(
     mechanism: AbstractMechanism,
     model: Float[Array, " d"],
@@ -59,7 +121,8 @@ def dpsgd_update(
         model: m_{t-1}.
         t: the 1-indexed step.
         canary_present: whether the canary is in this step's batch.
-        counts: sampled number of examples of each group in the batch.
+        counts: sampled number of examples of each group in the batch (for an
+            `AbstractPerExampleData` mechanism: each example's 0/1 membership).
         std_noise: standard normal draws, scaled here by sigma * C.
 
     Returns:
@@ -70,8 +133,9 @@ def dpsgd_update(
     sigma = jnp.asarray(mechanism.noise_multiplier, dtype)
     lr = jnp.asarray(mechanism.step_size(t), dtype)
     grad_sum = jnp.zeros_like(model)
-    data = mechanism.data_gradients(model, t)
-    if data.shape[0] > 0:
+    if gathers_sampled_examples(mechanism):
+        grad_sum = grad_sum + sampled_gradient_sum(mechanism, model, t, counts, c)
+    elif (data := mechanism.data_gradients(model, t)).shape[0] > 0:
         # An explicit reduction, not a matmul: its summation order does not depend on how
         # many runs are batched together, so results are identical for any chunk size.
         grad_sum = grad_sum + jnp.sum(counts.astype(dtype)[:, None] * clip_gradients(data, c), 0)
@@ -109,6 +173,10 @@ def run_mechanism(
             a sampler built for that group's (count, q) (`advsim._binomial`, e.g. the
             exact `BinomialTable`), or None for `jax.random.binomial` of that group
             alone. `advsim.simulate` passes tables for huge groups (see its `binomial`).
+            Not used for an `AbstractPerExampleData` mechanism: its examples' Poisson
+            memberships are `bernoulli_from_bits(k_count, q, (T, n))`, and the engine
+            computes the sampled examples' gradients only (`sampled_gradient_sum`) when
+            its `max_batch_size` is below n.
 
     Returns:
         The released output.
@@ -131,7 +199,14 @@ def run_mechanism(
         present = present & bernoulli_from_bits(k_coin, mechanism.sampling_prob, (steps,))
 
     group_counts = jnp.asarray(mechanism.data_counts())
-    if group_counts.shape[0] > 0 and mechanism.batching == "poisson":
+    if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":
+        # Each example's Poisson membership, 32 random bits each (cheaper than a
+        # Binomial(1, q) draw; the same draws whether or not the engine gathers).
+        members = bernoulli_from_bits(
+            k_count, mechanism.sampling_prob, (steps, mechanism.num_examples)
+        )
+        counts = members.astype(jnp.int32)
+    elif group_counts.shape[0] > 0 and mechanism.batching == "poisson":
         q = jnp.asarray(mechanism.sampling_prob, dtype)
         # int64 under x64 (jax's default integer then), so groups of ~10^10 examples fit;
         # int32 otherwise, where counts above 2^24 would not be exact in float32 anyway.

@@ -11,6 +11,7 @@ with.
 from __future__ import annotations
 
 import abc
+import math
 from typing import ClassVar, Literal, TypedDict
 
 import equinox as eqx
@@ -25,6 +26,7 @@ __all__ = [
     "AbstractCoordinateLaws",
     "AbstractDirectedCanary",
     "AbstractMechanism",
+    "AbstractPerExampleData",
     "AbstractProjectionLaw",
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
@@ -32,6 +34,7 @@ __all__ = [
     "DPSGDOptions",
     "DPSGDParams",
     "as_traced_float",
+    "poisson_batch_bound",
 ]
 
 
@@ -373,10 +376,67 @@ class AbstractMechanism(eqx.Module):
         )
 
 
+def poisson_batch_bound(num_examples: int, sampling_prob: float, sds: float = 6.0) -> int:
+    """A fixed maximum batch for Poisson sampling: $qn + s\\sqrt{qn(1-q)}$ (default s = 6
+    standard deviations), rounded up to a multiple of 8 and capped at n.
+
+    The engine stays exact when a sampled batch exceeds it (it computes further blocks, see
+    `AbstractPerExampleData`); the bound only sets how much work a typical step does.
+
+    Example:
+        >>> poisson_batch_bound(427, 64 / 427)
+        112
+    """
+    n = check_int("num_examples", num_examples, minimum=1)
+    q = float(check_probability("sampling_prob", sampling_prob))
+    sds = float(check_positive("sds", sds))
+    mean = q * n
+    bound = mean + sds * math.sqrt(mean * (1.0 - q))
+    return int(min(n, 8 * math.ceil(max(bound, 1.0) / 8)))
+
+
 # --- Capabilities -------------------------------------------------------------------------------
 # What an adversary may need beyond `AbstractMechanism` is declared on an abstract base that
 # the mechanism subclasses, and the adversary checks it with `isinstance` (equinox's
 # abstract/final pattern), never with `hasattr`.
+
+
+class AbstractPerExampleData(AbstractMechanism):
+    r"""A mechanism whose $n$ training examples are Poisson-sampled one by one.
+
+    Instead of groups of identical examples, it supplies the gradients of any examples by
+    index, `example_gradients(model, indices, t)`, and the engine computes only the sampled
+    ones: at each step it draws every example's membership $\mathrm{Bernoulli}(q)$
+    (Poisson sampling; `advsim._dpsgd.bernoulli_from_bits`), gathers the sampled indices in
+    index order into blocks of `max_batch_size` $B$ (padding masked out), and sums the
+    clipped `vmap(grad)` rows of block after block (a `lax.while_loop`) until every sampled
+    example is in: $\lceil k / B \rceil$ blocks for $k$ sampled examples (at least one).
+    No example is ever dropped; a batch larger than $B$ costs one more block of work, and
+    under `vmap` every lane runs the largest number of blocks of its batch of runs (results
+    of the other lanes are unchanged: their extra blocks are masked out). With
+    `max_batch_size` $\geq n$ (or fixed batching) the engine computes all $n$ rows every
+    step, weighted by the memberships (the same draws, so the same models up to the order
+    of float additions).
+
+    Fields: `num_examples` n and `max_batch_size` B, both static (they set shapes);
+    `poisson_batch_bound(n, q)` is a good B. `data_gradients` / `data_counts` are all n
+    examples' gradients with counts 1, for code that wants every example.
+    """
+
+    num_examples: eqx.AbstractVar[int]
+    max_batch_size: eqx.AbstractVar[int]
+
+    @abc.abstractmethod
+    def example_gradients(
+        self, model: Float[Array, " d"], indices: Int[Array, " k"], t: Int[Array, ""]
+    ) -> Float[Array, "k d"]:
+        """The (unclipped) gradients of the examples `indices` (in [0, n)) at `model`."""
+
+    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "n d"]:
+        return self.example_gradients(model, jnp.arange(self.num_examples, dtype=jnp.int32), t)
+
+    def data_counts(self) -> Int[Array, " n"]:
+        return jnp.ones((self.num_examples,), jnp.int32)
 
 
 class AbstractProjectionLaw(AbstractMechanism):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import advsim
 from advsim import AbstractMechanism, CanarySchedule, block_size, clip_gradients, dpsgd_update
 from advsim._dpsgd import bernoulli_from_bits, run_mechanism
-from advsim._mechanism import DPSGDParams
+from advsim._mechanism import AbstractPerExampleData, DPSGDParams, poisson_batch_bound
 from advsim.mechanisms import LinearProcess
 
 # --- clip_gradients ---------------------------------------------------------------------------
@@ -447,3 +447,77 @@ def test_simulate_gives_the_law_that_clipping_sampling_and_noise_predict():
     shift = float(np.mean(scores.canary_in) - np.mean(scores.canary_out))
     se = math.sqrt((C**2 * (2 * n + 1) * T * q * (1 - q) + 2 * noise_sd**2) / trials)
     assert abs(shift - C * q * T) < 5 * se, (shift, C * q * T)
+
+
+# --- examples sampled one by one (AbstractPerExampleData) ---------------------------------------
+
+
+class _OneHotExamples(AbstractPerExampleData):
+    """Example i's gradient is 2 e_i (clipped to e_i at C = 1): a step's data sum is the
+    0/1 vector of the sampled examples, exact in float32 whatever the summation order."""
+
+    params: DPSGDParams
+    num_examples: int = eqx.field(static=True)
+    max_batch_size: int = eqx.field(static=True)
+
+    def __init__(self, num_examples, max_batch_size, *, steps=20, sampling_prob=0.5):
+        self.params = DPSGDParams(steps, sampling_prob, 1e-3, clip_norm=1.0, learning_rate=1.0)
+        self.num_examples, self.max_batch_size = num_examples, max_batch_size
+
+    def init_model(self):
+        return jnp.zeros((self.num_examples,), jnp.float32)
+
+    def canary_gradient(self, model, t):
+        return jnp.zeros_like(model)
+
+    def example_gradients(self, model, indices, t):
+        return 2.0 * jax.nn.one_hot(indices, self.num_examples, dtype=model.dtype)
+
+
+def test_sampled_batches_larger_than_max_batch_size_are_never_cut():
+    # B = 2 with n = 12, q = 1/2: almost every step samples more than B examples, so the
+    # engine must run several blocks. Each step's increment is -(members + sigma C xi) with
+    # sigma C = 1e-3, so rounding recovers the memberships exactly; they must be the draws
+    # bernoulli_from_bits(k_count, q, (T, n)) of the run's key (the engine's documented
+    # sampler), every one of them, and the all-examples path (B = n) must give the same
+    # trajectory bit for bit (one-hot rows: every float sum is exact).
+    n, steps, key = 12, 20, jax.random.key(11)
+    gathered, every = _OneHotExamples(n, 2), _OneHotExamples(n, n)
+    run = lambda m: jax.jit(lambda k: run_mechanism(m, False, key=k, release="all"))(key)  # noqa: E731
+    traj = np.asarray(run(gathered), np.float64)
+    members = -np.diff(traj, axis=0)
+    assert np.all(np.abs(members - np.round(members)) < 0.01)
+    k_count = jax.random.split(key, 3)[2]
+    drawn = np.asarray(bernoulli_from_bits(k_count, 0.5, (steps, n)))
+    np.testing.assert_array_equal(np.round(members), drawn.astype(np.float64))
+    assert drawn.sum(1).max() > 2 * 2  # some step needed at least three blocks
+    np.testing.assert_array_equal(traj, np.asarray(run(every), np.float64))
+
+
+@pytest.mark.slow
+def test_gathered_lanes_do_not_depend_on_their_neighbours():
+    # Under vmap the block loop runs the lanes' largest number of blocks; a lane's result
+    # must still be its run alone, bit for bit, whatever its neighbours needed (here the
+    # lanes' largest batches differ). Slow: compiling the vmapped loop takes ~2 s of CPU.
+    n, steps = 12, 20
+    mech = _OneHotExamples(n, 2, steps=steps)
+    keys = jax.random.split(jax.random.key(2), 4)
+    run = lambda k: run_mechanism(mech, False, key=k)  # noqa: E731
+    lanes = jax.jit(jax.vmap(run))(keys)
+    np.testing.assert_array_equal(np.asarray(lanes[0]), np.asarray(jax.jit(run)(keys[0])))
+    largest = [
+        int(bernoulli_from_bits(jax.random.split(k, 3)[2], 0.5, (steps, n)).sum(1).max())
+        for k in keys
+    ]
+    assert len(set(largest)) > 1, largest
+
+
+def test_poisson_batch_bound():
+    # qn + 6 sqrt(qn (1 - q)) = 64 + 6 sqrt(64 * 363 / 427) = 108.26 -> 112 (next multiple
+    # of 8), by hand; scipy: a Binomial(427, 64/427) batch exceeds it with probability < 1e-9.
+    assert poisson_batch_bound(427, 64 / 427) == 112
+    assert scipy.stats.binom.sf(112, 427, 64 / 427) < 1e-9
+    assert poisson_batch_bound(4, 0.3) == 4  # capped at n
+    assert poisson_batch_bound(1000, 1e-6) == 8  # at least one block of 8
+    with pytest.raises(ValueError, match="num_examples"):
+        poisson_batch_bound(0, 0.5)
