@@ -7,14 +7,15 @@ equinox model (`model="logistic"`: a linear layer; `model="mlp"`: one tanh hidde
 (they ship inside scikit-learn: nothing downloads; install the `models` extra), and let the
 engine do the privacy part as for every other mechanism.
 
-**How the engine sees the data.** Every training example is one group of count 1:
-`data_gradients(model, t)` is the per-example gradients `vmap(grad(loss))` of all $n$
-examples at the current model, shape $(n, d)$, and the engine draws each example's count
-$\mathrm{Binomial}(1, q)$, i.e. Poisson sampling with rate $q$, clips every row to $C$
-and sums the sampled ones. So there is no maximum batch size: a sampled batch can never
-overflow, and no example is ever dropped. The price is $n$ per-example gradients per
-step instead of about $qn$; `scripts/benchmark_models.py` measures it against the
-gradients of a fixed-size gathered batch (see the README's "Real models").
+**How the engine sees the data.** The mechanisms are `AbstractPerExampleData`: the engine
+draws each training example's Poisson membership (rate $q$) at every step and computes
+`vmap(grad(loss))` on the sampled examples only, gathered into blocks of a fixed maximum
+batch `max_batch_size` $B$ (default `poisson_batch_bound(n, q)`: $qn$ plus 6 standard
+deviations, a multiple of 8), clips every row to $C$ and sums them. A sampled batch larger
+than $B$ is never cut: the engine computes as many blocks as it needs (a `lax.while_loop`),
+so the update is exact for any batch and only its cost grows (about one more block of
+work when it happens; `scripts/benchmark_models.py` measures it). With `max_batch_size` =
+$n$ every step computes all $n$ rows weighted by the memberships (the same draws).
 
 **The flat model.** The engine's model is a flat float32 vector (`ravel_pytree` of the
 equinox model's arrays); `module(flat)` rebuilds the equinox model from it (the skeleton is
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Unpack
 
 import equinox as eqx
 import jax
@@ -50,8 +51,11 @@ from advsim._dpsgd import bernoulli_from_bits, run_mechanism
 from advsim._mechanism import (
     AbstractDirectedCanary,
     AbstractMechanism,
+    AbstractPerExampleData,
     CanarySchedule,
+    DPSGDOptions,
     DPSGDParams,
+    poisson_batch_bound,
 )
 from advsim._validation import check_in_interval, check_int, check_positive
 from advsim.mechanisms.gradient_canary import unit_direction
@@ -162,12 +166,12 @@ def _margin(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[Array, "
     return logits[label] - jnp.max(others)
 
 
-class AbstractRealModel(AbstractMechanism):
-    """Shared machinery: an equinox model on a bundled dataset, one group per example.
+class AbstractRealModel(AbstractPerExampleData):
+    """Shared machinery: an equinox model on a bundled dataset, examples sampled one by one.
 
     Concrete classes declare the fields below and their canary; this base supplies the
-    model (`module`, `logits`, `loss`), the per-example gradients and counts the engine
-    samples, and `init_model`.
+    model (`module`, `logits`, `loss`), the per-example gradients the engine samples
+    (`example_gradients`), and `init_model`.
     """
 
     dataset: eqx.AbstractVar[str]
@@ -212,13 +216,12 @@ class AbstractRealModel(AbstractMechanism):
     def init_model(self) -> Float[Array, " d"]:
         return jnp.asarray(self.initial_params)
 
-    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "n d"]:
-        x = jnp.asarray(self.features, model.dtype)
-        return jax.vmap(jax.grad(self.loss), in_axes=(None, 0, 0))(model, x, self.labels)
-
-    def data_counts(self) -> Int[Array, " n"]:
-        # One group per example: the engine's Binomial(1, q) count is Poisson sampling.
-        return jnp.ones((self.features.shape[0],), jnp.int32)
+    def example_gradients(
+        self, model: Float[Array, " d"], indices: Int[Array, " k"], t: Int[Array, ""]
+    ) -> Float[Array, "k d"]:
+        x = jnp.asarray(self.features, model.dtype)[indices]
+        y = jnp.asarray(self.labels)[indices]
+        return jax.vmap(jax.grad(self.loss), in_axes=(None, 0, 0))(model, x, y)
 
 
 class AbstractCanaryExample(AbstractMechanism):
@@ -237,8 +240,11 @@ class AbstractCanaryExample(AbstractMechanism):
         """The canary's margin at `model` (its label's logit over the others')."""
 
 
-def _setup(dataset, model, width, num_examples, model_seed, split_seed):
-    """Validated sizes, the training arrays and the initial parameters (host numpy)."""
+def _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd) -> tuple[dict, Dataset]:
+    """The fields both real-model mechanisms share (validated), and the dataset; `shared` is
+    (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)."""
+    dataset, model, width, num_examples, max_batch_size, model_seed, split_seed = shared
+    params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     if model not in MODELS:
@@ -247,39 +253,41 @@ def _setup(dataset, model, width, num_examples, model_seed, split_seed):
     data = load_dataset(dataset, split_seed=split_seed)
     n_all = data.x_train.shape[0]
     n = n_all if num_examples is None else check_int("num_examples", num_examples, maximum=n_all)
+    if max_batch_size is None:
+        max_batch_size = poisson_batch_bound(n, float(params.sampling_prob))
+    max_batch_size = check_int("max_batch_size", max_batch_size, minimum=1, maximum=n)
     in_size = data.x_train.shape[1]
     out_size = 1 if data.num_classes == 2 else data.num_classes
     seed = check_int("model_seed", model_seed, minimum=0)
     skeleton = _build(model, in_size, out_size, width, key=jax.random.key(seed))
     flat, _ = ravel_pytree(eqx.filter(skeleton, eqx.is_array))
-    return data, n, width, in_size, out_size, np.asarray(flat, np.float32)
-
-
-def _params(steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, schedule, batching):
-    return DPSGDParams(
-        steps=steps,
-        sampling_prob=sampling_prob,
-        noise_multiplier=noise_multiplier,
-        clip_norm=clip_norm,
-        learning_rate=learning_rate,
-        canary_schedule=schedule,
-        batching=batching,
-    )
+    fields = dict(
+        params=params, dataset=dataset, model=model, width=width, in_size=in_size,
+        out_size=out_size, split_seed=split_seed, num_examples=n,
+        max_batch_size=max_batch_size, features=data.x_train[:n], labels=data.y_train[:n],
+        initial_params=np.asarray(flat, np.float32),
+    )  # fmt: skip
+    return fields, data
 
 
 _ARGS_DOC = """
         steps: T >= 1.
         sampling_prob: q in (0, 1], each training example's Poisson rate.
         noise_multiplier: sigma > 0.
-        clip_norm: C > 0.
-        learning_rate: eta > 0 (eta / (q n) for the averaged update).
         dataset: "breast_cancer" or "digits" (`load_dataset`).
         model: "logistic" or "mlp" (one tanh hidden layer of `width`).
         width: the MLP's hidden width (default 32; ignored for "logistic").
         num_examples: train on the first n examples of the training split (default all).
+        max_batch_size: B in [1, n], the examples whose gradients one block computes
+            (default `poisson_batch_bound(n, q)`; a larger sampled batch takes more blocks,
+            never drops an example; n computes all n every step).
         model_seed: seed of the public initial parameters (identical in both worlds).
-        split_seed: seed of the train/test split.
-        batching: "poisson" (default) or "fixed"."""
+        split_seed: seed of the train/test split."""
+
+_DPSGD_DOC = """
+        **dpsgd: clip_norm, learning_rate, canary_schedule, batching (see
+            `advsim.DPSGDParams`); learning_rate defaults to 0.1 here (eta / (q n) for
+            the averaged update)."""
 
 
 class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
@@ -291,8 +299,8 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
     `ravel_pytree` of the equinox model (`coordinate_names()` says which is which).
 
     Args:{args}
-        canary_direction: a coordinate index or a vector of length `dim`.
-        canary_schedule: default every step, not sampled.
+        canary_direction: a coordinate index or a vector of length `dim`.{dpsgd}
+            canary_schedule defaults to every step, not sampled.
 
     Raises:
         ValueError: any argument outside its range (the message names it).
@@ -310,6 +318,8 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
     in_size: int = eqx.field(static=True)
     out_size: int = eqx.field(static=True)
     split_seed: int = eqx.field(static=True)
+    num_examples: int = eqx.field(static=True)
+    max_batch_size: int = eqx.field(static=True)
     dim: int = eqx.field(static=True)
     features: np.ndarray
     labels: np.ndarray
@@ -322,29 +332,23 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 0.1,
         dataset: Literal["breast_cancer", "digits"] = "breast_cancer",
         model: Literal["logistic", "mlp"] = "logistic",
         width: int = 32,
         num_examples: int | None = None,
+        max_batch_size: int | None = None,
         model_seed: int = 0,
         split_seed: int = 0,
         canary_direction=0,
-        canary_schedule: CanarySchedule | str | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        if canary_schedule is None:
-            canary_schedule = CanarySchedule.every(1, sampled=False)
-        self.params = _params(
-            steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, canary_schedule,
-            batching,
-        )  # fmt: skip
-        data, n, self.width, self.in_size, self.out_size, self.initial_params = _setup(
-            dataset, model, width, num_examples, model_seed, split_seed
-        )
-        self.dataset, self.model, self.split_seed = dataset, model, split_seed
-        self.features, self.labels = data.x_train[:n], data.y_train[:n]
+        if dpsgd.get("canary_schedule") is None:
+            dpsgd["canary_schedule"] = CanarySchedule.every(1, sampled=False)
+        dpsgd.setdefault("learning_rate", 0.1)
+        shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
+        fields, _ = _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd)
+        for name, value in fields.items():
+            setattr(self, name, value)
         self.dim = int(self.initial_params.shape[0])
         self.canary_direction = unit_direction(canary_direction, self.dim)
 
@@ -369,7 +373,9 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
         return names
 
 
-RealModelGradientCanary.__doc__ = RealModelGradientCanary.__doc__.format(args=_ARGS_DOC)
+RealModelGradientCanary.__doc__ = RealModelGradientCanary.__doc__.format(
+    args=_ARGS_DOC, dpsgd=_DPSGD_DOC
+)
 
 
 def _input_canary(data: Dataset, kind: str, index: int, scale: float):
@@ -396,8 +402,8 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
     Args:{args}
         canary: "mislabeled" (default) or "out_of_range".
         canary_index: which test example is mislabeled (default 0).
-        canary_scale: the out-of-range canary's feature value (default 10).
-        canary_schedule: default every step, Poisson-sampled.
+        canary_scale: the out-of-range canary's feature value (default 10).{dpsgd}
+            canary_schedule defaults to every step, Poisson-sampled.
 
     Raises:
         ValueError: any argument outside its range (the message names it).
@@ -410,6 +416,8 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
     in_size: int = eqx.field(static=True)
     out_size: int = eqx.field(static=True)
     split_seed: int = eqx.field(static=True)
+    num_examples: int = eqx.field(static=True)
+    max_batch_size: int = eqx.field(static=True)
     canary: str = eqx.field(static=True)
     features: np.ndarray
     labels: np.ndarray
@@ -423,29 +431,23 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 0.1,
         dataset: Literal["breast_cancer", "digits"] = "breast_cancer",
         model: Literal["logistic", "mlp"] = "logistic",
         width: int = 32,
         num_examples: int | None = None,
+        max_batch_size: int | None = None,
         model_seed: int = 0,
         split_seed: int = 0,
         canary: Literal["mislabeled", "out_of_range"] = "mislabeled",
         canary_index: int = 0,
         canary_scale: float = 10.0,
-        canary_schedule: CanarySchedule | str | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
+        **dpsgd: Unpack[DPSGDOptions],
     ):
-        self.params = _params(
-            steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, canary_schedule,
-            batching,
-        )  # fmt: skip
-        data, n, self.width, self.in_size, self.out_size, self.initial_params = _setup(
-            dataset, model, width, num_examples, model_seed, split_seed
-        )
-        self.dataset, self.model, self.split_seed = dataset, model, split_seed
-        self.features, self.labels = data.x_train[:n], data.y_train[:n]
+        dpsgd.setdefault("learning_rate", 0.1)
+        shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
+        fields, data = _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd)
+        for name, value in fields.items():
+            setattr(self, name, value)
         if canary not in INPUT_CANARIES:
             raise ValueError(f"canary must be one of {INPUT_CANARIES}, got {canary!r}")
         self.canary = canary
@@ -463,7 +465,7 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
         return _margin(self.logits(model, x), jnp.asarray(self.canary_y))
 
 
-RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(args=_ARGS_DOC)
+RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(args=_ARGS_DOC, dpsgd=_DPSGD_DOC)
 
 
 # --- training is real: test accuracy beside the audit -------------------------------------

@@ -139,7 +139,10 @@ CASES: list[Case] = [
     Case(
         "real-model-mlp-input-canary",
         # a 30-2-1 MLP and a mislabeled canary, Poisson-sampled at every step.
-        lambda: RealModelInputCanary(2, 0.3, 1.0, model="mlp", width=2, num_examples=4),
+        # max_batch_size 1: a sampled batch of 2 or more takes several blocks of the engine.
+        lambda: RealModelInputCanary(
+            2, 0.3, 1.0, model="mlp", width=2, num_examples=4, max_batch_size=1
+        ),
         CanaryLoss,
     ),
 ]

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from advsim import CanarySchedule
+from advsim import CanarySchedule, poisson_batch_bound
+from advsim._dpsgd import run_mechanism
 from advsim.mechanisms.real_models import (
     RealModelGradientCanary,
     RealModelInputCanary,
@@ -53,6 +54,8 @@ def test_missing_scikit_learn_names_the_extra(monkeypatch):
         (dict(model="cnn"), "model must be one of"),
         (dict(num_examples=10_000), r"num_examples must be an integer in \[1, 427\]"),
         (dict(width=0), "width must be"),
+        (dict(num_examples=8, max_batch_size=9), r"max_batch_size must be an integer in \[1, 8\]"),
+        (dict(max_batch_size=0), r"max_batch_size must be an integer in \[1, 427\]"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, match):
@@ -92,6 +95,35 @@ def test_logistic_gradients_match_the_closed_form():
     expected = np.concatenate([residual[:, None] * x, residual[:, None]], axis=1)
     np.testing.assert_allclose(grads, expected, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(mech.data_counts()), np.ones(12))
+
+
+def test_example_gradients_are_rows_of_data_gradients_and_default_batch():
+    mech = RealModelInputCanary(5, 64 / 427, 1.0)
+    model = mech.init_model() + 0.1 * jax.random.normal(jax.random.key(4), (31,))
+    index = jnp.asarray([5, 0, 5, 426], jnp.int32)  # any order, repeats allowed
+    # The same rows up to float32 rounding (XLA's batched products differ with the batch).
+    np.testing.assert_allclose(
+        mech.example_gradients(model, index, jnp.int32(1)),
+        np.asarray(mech.data_gradients(model, jnp.int32(1)))[np.asarray(index)],
+        rtol=1e-6,
+        atol=1e-7,
+    )
+    assert mech.num_examples == 427 and mech.max_batch_size == poisson_batch_bound(427, 64 / 427)
+
+
+def test_gathered_batches_equal_the_all_examples_path():
+    # max_batch_size 4 at an expected batch of 0.15 * 64 = 9.6: most steps take 3 or more
+    # blocks. Same key, same memberships: the gathered engine and the all-n path (B = n)
+    # must give the same model up to the order of float32 additions (the engine test
+    # checks bit-equality where every sum is exact).
+    kw = dict(num_examples=64, canary="out_of_range", learning_rate=0.05)
+    gathered = RealModelInputCanary(10, 0.15, 1.0, max_batch_size=4, **kw)
+    every = RealModelInputCanary(10, 0.15, 1.0, max_batch_size=64, **kw)
+    key = jax.random.key(9)
+    run = lambda m: jax.jit(lambda k: run_mechanism(m, True, key=k))(key)  # noqa: E731
+    a, b = np.asarray(run(gathered)), np.asarray(run(every))
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(a, gathered.init_model(), atol=1e-3)  # it trained
 
 
 def test_canaries():
