@@ -310,29 +310,22 @@ def simulate(
         progress = 2 * trials * crafted.steps > 5e7
     bar = tqdm(total=2 * trials, unit="run", desc="simulate", disable=not progress, leave=False)
     with bar:
-        canary_in = simulate_world(
-            crafted,
-            adversary,
-            trials,
-            jax.random.fold_in(key, 1),
-            canary_in=True,
-            chunk_size=chunk_size,
-            release=release,
-            progress=bar,
-            binomial=binomial,
-        )
-        canary_out = simulate_world(
-            crafted,
-            adversary,
-            trials,
-            jax.random.fold_in(key, 0),
-            canary_in=False,
-            chunk_size=chunk_size,
-            release=release,
-            progress=bar,
-            binomial=binomial,
-        )
-    scores = Scores(canary_in=canary_in, canary_out=canary_out)
+        # The in-world first, then the out-world (run i of world w: fold_in(fold_in(key, w), i)).
+        worlds = {
+            name: simulate_world(
+                crafted,
+                adversary,
+                trials,
+                jax.random.fold_in(key, world),
+                canary_in=world == 1,
+                chunk_size=chunk_size,
+                release=release,
+                progress=bar,
+                binomial=binomial,
+            )
+            for name, world in (("canary_in", 1), ("canary_out", 0))
+        }
+    scores = Scores(**worlds)
     if check_finite:
         scores.check_finite()
     return scores
