@@ -20,6 +20,8 @@ import re
 import shutil
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE_DIR = ROOT / "build" / "docs-src"
 
@@ -92,13 +94,14 @@ def missing_docstrings(source_dir: Path = SOURCE_DIR) -> list[str]:
     loader.resolve_aliases(implicit=True, external=False)
     missing = []
     for module_name in PUBLIC_MODULES:
-        module = importlib.import_module(module_name)
         node = package
         for part in module_name.split(".")[1:]:
             node = node[part]
         if not (node.docstring and node.docstring.value.strip()):
             missing.append(module_name)
-        for name in getattr(module, "__all__", ()):
+        # `__all__` as the sources state it (griffe's exports), not as an installed copy does.
+        for name in node.exports or ():
+            name = name if isinstance(name, str) else name.name
             try:
                 obj = node[name]
                 if obj.is_alias:
@@ -153,6 +156,9 @@ def on_page_markdown(markdown, page, **kwargs):
     return link_names(markdown, public_names())
 
 
+# Before mkdocstrings' own on_config, which creates its Python handler: the handler globs
+# its `paths`, and on a fresh clone build/docs-src must exist by then.
+@event_priority(100)
 def on_config(config, **kwargs):
     assemble_sources()
     for name in missing_docstrings():
