@@ -14,8 +14,22 @@ from advsim.mechanisms import LinearProcess
 
 
 def test_bound_prints_the_three_bounds(capsys):
-    assert main(["bound", "--steps", "100", "--sampling-prob", "0.1",
-                 "--noise-multiplier", "1", "--delta", "1e-5"]) == 0
+    assert (
+        main(
+            [
+                "bound",
+                "--steps",
+                "100",
+                "--sampling-prob",
+                "0.1",
+                "--noise-multiplier",
+                "1",
+                "--delta",
+                "1e-5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     heur = bounds.heuristic_epsilon(1e-5, 100, 0.1, 1.0)
     assert f"{heur:.6g}" in out
@@ -32,8 +46,23 @@ def test_bound_rejects_bad_sampling_prob(capsys):
 
 def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     out = tmp_path / "run"
-    code = main(["audit", "--steps", "5", "20", "--sampling-prob", "0.1",
-                 "--noise-multiplier", "1.0", "--trials", "20000", "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "audit",
+            "--steps",
+            "5",
+            "20",
+            "--sampling-prob",
+            "0.1",
+            "--noise-multiplier",
+            "1.0",
+            "--trials",
+            "20000",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "eps_lower" in text and "composition" in text
@@ -73,8 +102,23 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
         return real(*args, **kwargs)
 
     out = tmp_path / "r"
-    argv = ["audit", "--steps", "3", "6", "--sampling-prob", "0.1", "--noise-multiplier", "1",
-            "--trials", "2000", "--seed", "4", "--out", str(out), "--quiet"]
+    argv = [
+        "audit",
+        "--steps",
+        "5",
+        "20",
+        "--sampling-prob",
+        "0.1",
+        "--noise-multiplier",
+        "1",
+        "--trials",
+        "2000",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     monkeypatch.setattr(runner, "run_audit", interrupted)
     assert main(argv) == 130
     assert len(list((out / "cells").glob("*.json"))) == 1
@@ -84,11 +128,10 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     assert "pass --resume" in capsys.readouterr().err
     assert main([*argv, "--resume"]) == 0
     text = capsys.readouterr().out
-    assert text.index("\n     3 ") < text.index("\n     6 ")  # both rows, in order
+    assert text.index("\n     5 ") < text.index("\n    20 ")  # both rows, in order
     rows = json.loads((out / "results.json").read_text())["rows"]
     for r in rows:
-        ref = run_audit(LinearProcess(r["steps"], 0.1, 1.0), ProjectionScore(), trials=2000,
-                        seed=4)
+        ref = run_audit(LinearProcess(r["steps"], 0.1, 1.0), ProjectionScore(), trials=2000, seed=4)
         assert (r["eps_lower"], r["eps_point"]) == (ref.eps_lower, ref.eps_point)
     assert main(["audit", "--resume"]) == 2
     assert "--resume needs --out" in capsys.readouterr().err
@@ -96,8 +139,25 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
 
 def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
     out = tmp_path / "run"
-    assert main(["audit", "--steps", "10", "--target-epsilon", "4", "--sampling-prob", "0.1",
-                 "--trials", "2000", "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--steps",
+                "10",
+                "--target-epsilon",
+                "4",
+                "--sampling-prob",
+                "0.1",
+                "--trials",
+                "2000",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     meta = json.loads((out / "results.json").read_text())
     row = meta["rows"][0]
     assert row["composition"] == pytest.approx(4.0, rel=2e-2)
@@ -105,8 +165,22 @@ def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
 
 def test_audit_rejects_both_sigma_and_target(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["audit", "--steps", "10", "--target-epsilon", "4", "--noise-multiplier", "1",
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "audit",
+                "--steps",
+                "10",
+                "--target-epsilon",
+                "4",
+                "--noise-multiplier",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "either --noise-multiplier or --target-epsilon" in capsys.readouterr().err
     assert not out.exists()
 
@@ -116,8 +190,23 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
     assert main(["audit", "--steps", "2", "--adversary", "os:getcwd", "--out", str(out)]) == 2
     assert "not a subclass of advsim.AbstractAdversary" in capsys.readouterr().err
     assert not out.exists()  # refused before any folder or simulation
-    assert main(["audit", "--steps", "2", "--trials", "200", "--quiet", "--out", str(out),
-                 "--adversary", "advsim.adversaries:LikelihoodRatioScore"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--steps",
+                "2",
+                "--trials",
+                "200",
+                "--quiet",
+                "--out",
+                str(out),
+                "--adversary",
+                "advsim.adversaries:LikelihoodRatioScore",
+            ]
+        )
+        == 0
+    )
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert rows[0]["adversary"] == "LikelihoodRatioScore"
 
@@ -137,9 +226,26 @@ def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsy
 
     monkeypatch.setattr(runner, "run_audit", spy)
     jax.clear_caches()  # compiled by an earlier test otherwise: this run's compilation is 0
-    assert main(["audit", "--steps", "5", "20", "--sampling-prob", "0.1",
-                 "--noise-multiplier", "1.0", "--trials", "2000", "--out", str(tmp_path / "r"),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--steps",
+                "5",
+                "20",
+                "--sampling-prob",
+                "0.1",
+                "--noise-multiplier",
+                "1.0",
+                "--trials",
+                "2000",
+                "--out",
+                str(tmp_path / "r"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = "".join(printed) + capsys.readouterr().out
     row5 = re.compile(r"^\s+5\s+1\.0000\s", re.M)
     assert not row5.search(calls[0]) and row5.search(calls[1])  # T=5 shown before T=20 ran

@@ -176,7 +176,7 @@ def test_cell_ids_and_seeds_depend_only_on_the_cell():
     assert {c.seed for c in other_seed.cells()}.isdisjoint({c.seed for c in small.cells()})
 
 
-def _common_seed_config(steps=(2, 4)):
+def _common_seed_config(steps=(5, 20)):  # the shapes of test_cli.py (compiled there)
     return {
         "sweep": {"mode": "audit", "seed": 3, "common_seed": True, "trials": 2000},
         "mechanism": {"name": "linear", "sampling_prob": 0.1, "noise_multiplier": 1.0},
@@ -195,7 +195,7 @@ def test_common_seed_cells_are_run_audit_at_the_sweep_seed_with_their_times(tmp_
     rows = run_sweep(
         config, tmp_path / "s", progress=False, on_cell=lambda r, new: seen.append((r, new))
     )
-    assert [(r["steps"], new) for r, new in seen] == [(2, True), (4, True)]
+    assert [(r["steps"], new) for r, new in seen] == [(5, True), (20, True)]
     assert [r for r, _ in seen] == rows
     for row in rows:
         ref = run_audit(
