@@ -221,6 +221,11 @@ def _cmd_audit(args) -> int:
         else Path("advsim-results") / ("audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     )
     _check_out("--out", out)
+    if (out / "run.json").exists() and not args.resume:  # before the header: one line only
+        raise UsageError(
+            f"--out {out} already holds an audit; pass --resume to continue it, or choose a "
+            "new --out folder"
+        )
     sigma_text = (
         f"sigma={args.noise_multiplier:g}"
         if target is None

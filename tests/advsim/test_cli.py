@@ -125,7 +125,7 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "run_audit", real)
     capsys.readouterr()
     assert main(argv) == 2  # the folder holds this audit: continue it, never overwrite
-    assert "pass --resume" in capsys.readouterr().err
+    assert "already holds an audit; pass --resume" in capsys.readouterr().err
     assert main([*argv, "--resume"]) == 0
     text = capsys.readouterr().out
     assert text.index("\n     5 ") < text.index("\n    20 ")  # both rows, in order
