@@ -10,7 +10,13 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
-from ._strategies import STRATEGIES, bonferroni_audit, explicit_audit, multi_split_audit
+from ._strategies import (
+    STRATEGIES,
+    bonferroni_audit,
+    explicit_audit,
+    multi_split_audit,
+    projected_split_audit,
+)
 from ._tradeoff import TradeoffAudit
 
 __all__ = ["AUDITS", "AUDIT_METHODS", "THRESHOLD_SELECTIONS", "audit", "get_audit"]
@@ -85,7 +91,9 @@ def audit(
             `threshold`, all runs counted), `"multi_split"` (the lower median of
             `num_splits` split bounds at level (1 - c) / 2, Meinshausen et al. 2009; held
             out) or `"bonferroni"` (the best of all thresholds at level (1 - c) / K;
-            placed at the observed scores, so not held out).
+            placed at the observed scores, so not held out); or `"projected_split"`
+            (two thresholds chosen on 15% of the runs with counts projected to the rest,
+            counted on the other 85% with Bonferroni over the two: held out).
         seed: seed for the split (the first split's under `"multi_split"`).
         min_count: least counts at a threshold used by the point estimate.
         threshold: the test's threshold, required by and only by `"explicit"`.
@@ -141,4 +149,6 @@ def audit(
         return multi_split_audit(
             auditor, scores, delta=delta, accounting=accounting, num_splits=num_splits
         )
+    if strategy == "projected_split":
+        return projected_split_audit(auditor, scores, delta=delta, accounting=accounting)
     return bonferroni_audit(auditor, scores, delta=delta, accounting=accounting)

@@ -1,9 +1,13 @@
 """jax_privacy's threshold strategies as threshold_selection values: explicit, multi-split
 (lower median at alpha / 2), Bonferroni; equal to jax_privacy where both compute the same
-quantity, and a test for each difference by design."""
+quantity, and a test for each difference by design. advsim's projected split: held out,
+and at least as tight as jax_privacy's best on Gaussian scores (slow)."""
+
+import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import advsim.bounds as bounds
 from advsim import Scores
@@ -68,7 +72,7 @@ def test_bonferroni_is_jax_privacys_search_at_level_alpha_over_k():
     assert not r.guarantee.held_out and "Bonferroni" in r.guarantee.multiplicity
 
 
-@pytest.mark.parametrize("sel", ["split", "multi_split", "bonferroni", "same"])
+@pytest.mark.parametrize("sel", ["split", "multi_split", "projected_split", "bonferroni", "same"])
 def test_sound_on_gaussian_scores(sel):
     # N(2, 1) vs N(0, 1): exact eps 9.997 at delta 1e-5 (Corollary 2.13, arXiv:1905.02383).
     s = _gaussian(2.0, 20_000, 3)
@@ -98,3 +102,126 @@ def test_bad_input_names_the_parameter(kwargs, match):
     kwargs = {"method": "eps_delta", **kwargs}
     with pytest.raises(ValueError, match=match):
         audit(s, delta=DELTA, **kwargs)
+
+
+def test_projected_split_counts_on_the_held_out_part():
+    # The definition, written out: seed's generator permutes canary_in then canary_out;
+    # the first round(0.15 n) of each choose, the rest count. At the chosen threshold the
+    # bound is jax_privacy's Explicit(tau) on the counting part at significance
+    # 0.05 / (number of thresholds counted) (an independent formula).
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    n, seed = 6000, 3
+    s = _gaussian(2.0, n, 7)
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
+    rng = np.random.default_rng(seed)
+    cut = round(0.15 * n)
+    cin = np.asarray(s.canary_in)[rng.permutation(n)]
+    cout = np.asarray(s.canary_out)[rng.permutation(n)]
+    assert r.n_in == r.n_out == n - cut and r.rigorous
+    jp = auditing.CanaryScoreAuditor(cin[cut:], cout[cut:])
+    n_taus = len(r.extras["thresholds_counted"])
+    assert r.threshold in r.extras["thresholds_counted"] and n_taus in (1, 2)
+    theirs = jp.epsilon_clopper_pearson(
+        0.05 / n_taus, DELTA, one_sided=False, threshold_strategy=auditing.Explicit(r.threshold)
+    )
+    assert r.eps_lower == pytest.approx(theirs, rel=1e-12, abs=1e-12)
+    # Held out: moving every counting score leaves the chosen threshold where it was.
+    moved = Scores(
+        np.concatenate([cin[:cut], cin[cut:] + 0.3]), np.concatenate([cout[:cut], cout[cut:]])
+    )
+    # (the permutation is re-drawn from the seed, so undo it: rebuild in original order)
+    inv_in, inv_out = np.empty(n, int), np.empty(n, int)
+    rng = np.random.default_rng(seed)
+    inv_in[rng.permutation(n)] = np.arange(n)
+    inv_out[rng.permutation(n)] = np.arange(n)
+    moved = Scores(np.asarray(moved.canary_in)[inv_in], np.asarray(moved.canary_out)[inv_out])
+    r2 = audit(moved, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
+    assert r2.threshold == r.threshold and r2.eps_lower != r.eps_lower
+
+
+def _pure_dp_scores(eps0, n, rng):
+    """A pure eps0-DP pair on which every threshold is tight: out ~ U[0, 1]; in has
+    density e^eps0 on [1 - a, 1] and e^-eps0 below, a = 1 / (e^eps0 + 1), so
+    TPR(tau) = e^eps0 FPR(tau) for every tau >= 1 - a (and TNR = e^eps0 FNR below)."""
+    a = 1.0 / (math.exp(eps0) + 1.0)
+    top = rng.random(n) < a * math.exp(eps0)
+    cin = np.where(top, 1 - a + a * rng.random(n), (1 - a) * rng.random(n))
+    return cin, rng.random(n), a
+
+
+@pytest.mark.slow
+def test_jax_privacy_bonferroni_covers_where_every_threshold_is_tight():
+    # Issue 16, point 5: jax_privacy's Bonferroni() divides alpha by the data-dependent
+    # size of the Pareto frontier (about 18 here, of 20001 thresholds), not a union bound
+    # as written. Measured on the pure eps-DP pair above (eps0 = 1; exact
+    # eps(delta) = log(e^eps0 - delta / a), since delta(e') = a (e^eps0 - e^e') in both
+    # directions), n = 10^4 per world, 2000 repeats at significance 0.2: 36 over the
+    # truth (1.8%); at 0.05: 7 (0.35%). Allowance: the 0.999-quantile of
+    # Binomial(2000, 0.2) (scipy). So it is not shown unsound, and the comparison below
+    # counts it among jax_privacy's sound strategies.
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    eps0, n, reps, sig = 1.0, 10_000, 2000, 0.2
+    over = 0
+    for rep in range(reps):
+        cin, cout, a = _pure_dp_scores(eps0, n, np.random.default_rng(5000 + rep))
+        truth = math.log(math.exp(eps0) - DELTA / a)
+        eps = auditing.CanaryScoreAuditor(cin, cout).epsilon_clopper_pearson(
+            sig, DELTA, one_sided=False
+        )
+        over += eps > truth
+    assert over <= scipy.stats.binom.ppf(0.999, reps, sig)
+
+
+@pytest.mark.slow
+def test_projected_split_covers_where_every_threshold_is_tight():
+    # The same pair at confidence 0.8: at most the 0.999-quantile of Binomial(reps, 0.2)
+    # of the bounds above the exact eps(delta); and not vacuous: the median is within
+    # 15% of the truth.
+    eps0, n, reps = 1.0, 10_000, 300
+    vals = []
+    for rep in range(reps):
+        cin, cout, a = _pure_dp_scores(eps0, n, np.random.default_rng(9000 + rep))
+        r = audit(
+            Scores(cin, cout),
+            "eps_delta",
+            delta=DELTA,
+            confidence=0.8,
+            threshold_selection="projected_split",
+            seed=rep,
+        )
+        vals.append(r.eps_lower)
+    truth = math.log(math.exp(eps0) - DELTA / a)
+    assert np.sum(np.array(vals) > truth) <= scipy.stats.binom.ppf(0.999, reps, 0.2)
+    assert np.median(vals) > 0.85 * truth
+
+
+@pytest.mark.slow
+def test_projected_split_at_least_as_tight_as_jax_privacys_best():
+    # Issue 16, point 5, on the issue's data: N(2, 1) vs N(0, 1), 10^5 per world, delta
+    # 1e-5, seeds 0-5 (exact eps 9.997), split seed = data seed. Medians measured: advsim
+    # projected_split 5.35 (split 5.05, multi_split 4.89, bonferroni 4.81) against
+    # jax_privacy's Split 5.16, MultiSplit(21) 5.04 and Bonferroni() 5.24 (sound as far
+    # as measured, above). Where advsim lost: "split" chooses on half the runs at the
+    # Bonferroni level over ~1500 candidates (a cautious choice) and counts on the other
+    # half; counting on 85% tightens the Clopper-Pearson bounds in the tail, where large
+    # epsilons live. (Seeds 6-25: 5.31 against 5.26; other data in audits/_strategies.py.)
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    ours, theirs = [], {"split": [], "multi_split": [], "bonferroni": []}
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        s = Scores(rng.normal(2.0, 1.0, 10**5), rng.normal(0.0, 1.0, 10**5))
+        r = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
+        assert r.rigorous and r.eps_lower <= bounds.gdp_epsilon(DELTA, 2.0)
+        ours.append(r.eps_lower)
+        jp = auditing.CanaryScoreAuditor(np.asarray(s.canary_in), np.asarray(s.canary_out))
+        for name, strategy in (
+            ("split", auditing.Split(0.5, seed)),
+            ("multi_split", auditing.MultiSplit(21, 0.5, seed)),
+            ("bonferroni", auditing.Bonferroni()),
+        ):
+            eps = jp.epsilon_clopper_pearson(
+                0.05, DELTA, one_sided=False, threshold_strategy=strategy
+            )
+            theirs[name].append(eps)
+    best_theirs = max(np.median(v) for v in theirs.values())
+    assert np.median(ours) >= best_theirs
