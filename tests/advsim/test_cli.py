@@ -15,19 +15,7 @@ from advsim.mechanisms import LinearProcess
 
 def test_bound_prints_the_three_bounds(capsys):
     assert (
-        main(
-            [
-                "bound",
-                "--steps",
-                "100",
-                "--sampling-prob",
-                "0.1",
-                "--noise-multiplier",
-                "1",
-                "--delta",
-                "1e-5",
-            ]
-        )
+        main([*("bound --steps 100 --sampling-prob 0.1 --noise-multiplier 1 --delta 1e-5").split()])
         == 0
     )
     out = capsys.readouterr().out
@@ -48,19 +36,12 @@ def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(
         [
-            "audit",
-            "--steps",
-            "5",
-            "20",
-            "--sampling-prob",
-            "0.1",
-            "--noise-multiplier",
-            "1.0",
-            "--trials",
-            "20000",
+            *(
+                "audit --steps 5 20 --sampling-prob "
+                "0.1 --noise-multiplier 1.0 --trials 20000 --quiet"
+            ).split(),
             "--out",
             str(out),
-            "--quiet",
         ]
     )
     assert code == 0
@@ -103,21 +84,12 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
 
     out = tmp_path / "r"
     argv = [
-        "audit",
-        "--steps",
-        "5",
-        "20",
-        "--sampling-prob",
-        "0.1",
-        "--noise-multiplier",
-        "1",
-        "--trials",
-        "2000",
-        "--seed",
-        "4",
+        *(
+            "audit --steps 5 20 --sampling-prob 0.1 "
+            "--noise-multiplier 1 --trials 2000 --seed 4 --quiet"
+        ).split(),
         "--out",
         str(out),
-        "--quiet",
     ]
     monkeypatch.setattr(runner, "run_audit", interrupted)
     assert main(argv) == 130
@@ -142,18 +114,11 @@ def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
     assert (
         main(
             [
-                "audit",
-                "--steps",
-                "10",
-                "--target-epsilon",
-                "4",
-                "--sampling-prob",
-                "0.1",
-                "--trials",
-                "2000",
+                *(
+                    "audit --steps 10 --target-epsilon 4 --sampling-prob 0.1 --trials 2000 --quiet"
+                ).split(),
                 "--out",
                 str(out),
-                "--quiet",
             ]
         )
         == 0
@@ -167,17 +132,7 @@ def test_audit_rejects_both_sigma_and_target(tmp_path, capsys):
     out = tmp_path / "run"
     assert (
         main(
-            [
-                "audit",
-                "--steps",
-                "10",
-                "--target-epsilon",
-                "4",
-                "--noise-multiplier",
-                "1",
-                "--out",
-                str(out),
-            ]
+            [*"audit --steps 10 --target-epsilon 4 --noise-multiplier 1".split(), "--out", str(out)]
         )
         == 2
     )
@@ -193,16 +148,12 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
     assert (
         main(
             [
-                "audit",
-                "--steps",
-                "2",
-                "--trials",
-                "200",
-                "--quiet",
+                *(
+                    "audit --steps 2 --trials "
+                    "200 --quiet --adversary advsim.adversaries:LikelihoodRatioScore"
+                ).split(),
                 "--out",
                 str(out),
-                "--adversary",
-                "advsim.adversaries:LikelihoodRatioScore",
             ]
         )
         == 0
@@ -229,19 +180,12 @@ def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsy
     assert (
         main(
             [
-                "audit",
-                "--steps",
-                "5",
-                "20",
-                "--sampling-prob",
-                "0.1",
-                "--noise-multiplier",
-                "1.0",
-                "--trials",
-                "2000",
+                *(
+                    "audit --steps 5 20 --sampling-prob "
+                    "0.1 --noise-multiplier 1.0 --trials 2000 --quiet"
+                ).split(),
                 "--out",
                 str(tmp_path / "r"),
-                "--quiet",
             ]
         )
         == 0
