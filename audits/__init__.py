@@ -26,7 +26,9 @@ With `threshold_selection="split"` (default) the threshold is chosen on half the
 the rates counted on the other half; `"same"` reproduces the papers' practice and is
 marked optimistic. `audit(...)` also takes jax_privacy's other strategies: `"explicit"`
 (a given `threshold`), `"multi_split"` (lower median of split bounds at level alpha / 2,
-held out) and `"bonferroni"` (every threshold at level alpha / K; not held out).
+held out) and `"bonferroni"` (every threshold at level alpha / K; not held out), and
+advsim's `"projected_split"` (two thresholds chosen on 15% of the runs, counted on the
+other 85%: held out, and the tightest assumption-free bound on Gaussian scores).
 
 `bayesian_estimate` / `bayesian_audit` (Zanella-Beguelin et al. 2023) give a credible
 interval for eps (`BayesianEstimate`, Jeffreys priors): a statement about a posterior, not
