@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import re
@@ -120,16 +121,29 @@ _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", flags=re.S | re.M)
 _CODE_SPAN = re.compile(r"(?<![`\[])`([A-Za-z_][\w.]*)(\(\))?`(?![`\]])")
 
 
+@functools.cache
 def public_names() -> dict[str, str]:
-    """Short and full names of every public object -> its reference identifier."""
-    names = {}
+    """Names a code span may use for a public object -> its reference identifier.
+
+    Full paths (`advsim.bounds.heuristic_epsilon`) always. A short name only when one
+    public module defines it and it cannot be mistaken for a parameter's name: a class or
+    constant (`AuditResult`), a name with an underscore (`heuristic_epsilon`), or a name of
+    the top-level `advsim` (`simulate`); `steps` (a strategy of `advsim.testing`, and
+    everywhere a parameter) stays plain unless written `advsim.testing.steps`.
+    """
+    full, owners = {}, {}
     for module_name in PUBLIC_MODULES:
         module = importlib.import_module(module_name)
-        names.setdefault(module_name, module_name)
+        full[module_name] = module_name
         for name in getattr(module, "__all__", ()):
-            names.setdefault(name, f"{module_name}.{name}")
-            names.setdefault(f"{module_name}.{name}", f"{module_name}.{name}")
-    return names
+            full[f"{module_name}.{name}"] = f"{module_name}.{name}"
+            owners.setdefault(name, []).append(module_name)
+    short = {
+        name: f"{modules[0]}.{name}"
+        for name, modules in owners.items()
+        if len(modules) == 1 and (not name.islower() or "_" in name or modules[0] == "advsim")
+    }
+    return {**short, **full}
 
 
 def link_names(markdown: str, names: dict[str, str]) -> str:
