@@ -427,18 +427,18 @@ def parse_config(data: Mapping) -> SweepConfig:
             fixed[key] = value
     fixed = dict(sorted(fixed.items()))
 
-    config = SweepConfig(
-        mode=mode,
-        seed=seed,
-        mechanism=mech_name,
-        adversary=adv_name,
-        adversary_kwargs=adv_kwargs,
-        fixed=fixed,
-        grid=grid,
-        cases=cases,
-        chunk_size=chunk_size,
-        name=name,
-        common_seed=common_seed,
+    config = SweepConfig(  # positional: the fields in order
+        mode,
+        seed,
+        mech_name,
+        adv_name,
+        adv_kwargs,
+        fixed,
+        grid,
+        cases,
+        chunk_size,
+        name,
+        common_seed,
     )
     if common_seed and "replicate" in {*fixed, *swept}:
         raise ValueError(
