@@ -135,7 +135,7 @@ def one_run_gdp_mu(m: int, k: int, v: int, *, level: float, tol: float = 1e-10) 
     return lo
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=64)  # ~0.3 MB each (3 lists of up to ~3000 floats)
 def inverse_blow_up(curve):
     r"""$r \mapsto B^{-1}(r) = f(1 - r)$ for a symmetric `LowerCurve` f with a piecewise
     linear profile, evaluated with `bisect` on plain floats (about 1 us a call), lowered by
