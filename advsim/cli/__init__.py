@@ -191,6 +191,7 @@ examples:
   advsim audit                                  # the built-in experiment (a few minutes)
   advsim audit --steps 10 100 --trials 1e5 --noise-multiplier 1 --sampling-prob 0.1
   advsim audit --mechanism linear-data --dim 20 --method eps_delta --out results/run1
+  advsim audit --out results/run2 --resume      # continue a killed run (same options)
 """
 
 _SWEEP_DESCRIPTION = """\
