@@ -37,6 +37,8 @@ PUBLIC_MODULES = (
     "advsim.sweep",
     "advsim.one_run",
     "advsim.plotting",
+    "advsim.figures",
+    "advsim.experiment",
 )
 
 # Folders installed under another name (pyproject.toml, [tool.setuptools] package-dir).
@@ -64,6 +66,7 @@ UNDOCUMENTED_CONSTANTS = frozenset(
         "advsim.sweep.BOUNDS_COLUMNS",  # advsim/sweep/_store.py
         "advsim.sweep.MECHANISM_ALIASES",  # advsim/sweep/_classes.py
         "advsim.sweep.TIME_COLUMNS",  # advsim/sweep/_store.py
+        "advsim.experiment.DEFAULT_STEPS",  # advsim/experiment.py
     }
 )
 
