@@ -29,11 +29,15 @@ def test_real_models_quick(tmp_path):
     a = {r["canary"]: r for r in rows if r["part"] == "a"}
     b = sorted((r for r in rows if r["part"] == "b"), key=lambda r: int(r["k"]))
     gradient, mislabeled = a["gradient canary (A_GC-S)"], a["input canary, mislabeled"]
-    # Measured at --quick: eps_gdp 1.23 (gradient) vs 0.93 (mislabeled), heuristic 5.40;
-    # part (b) eps_gdp 7.95 (k = 1) vs 2.61 (k = 4), composition 10.0.
+    # Measured at --quick (engine with gathered Poisson batches): eps_gdp 2.03 (gradient) vs
+    # 1.37 (mislabeled), heuristic 5.40; part (b) eps_gdp 7.37 (k = 1) vs 3.84 (k = 4),
+    # composition 10.0, and k = 4's last-iterate heuristic 4.38 (advsim.bounds, T = 20 with
+    # the canary at 5 of the steps). Seeds 0-3 of part (b): k = 1 in 7.37-7.98, k = 4 in
+    # 2.50-3.89, so the line between them is k = 4's heuristic (a reference value), not a
+    # measured ratio (1.9-3.0 over those seeds).
     assert float(gradient["eps_gdp"]) > float(mislabeled["eps_gdp"])
     assert float(gradient["eps_family"]) > float(mislabeled["eps_family"])
     assert float(gradient["eps_family"]) <= float(gradient["heuristic"])
-    assert float(b[0]["eps_gdp"]) > 2 * float(b[-1]["eps_gdp"])
+    assert float(b[-1]["eps_gdp"]) <= float(b[-1]["heuristic"]) < float(b[0]["eps_gdp"])
     assert float(b[0]["eps_gdp"]) <= float(b[0]["composition"])
     assert float(gradient["test_accuracy_private"]) > 0.85  # the models learn
