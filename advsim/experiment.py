@@ -36,11 +36,11 @@ __all__ = [
     "run_threshold_search",
 ]
 
-#: Steps of the built-in experiment (the last-iterate paper's gradient-canary setting,
-#: Figure 3 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose
-#: config is `advsim/sweep/audit.toml` (`advsim audit` reads its grid there; a test keeps
-#: the two equal).
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
+"""Steps of the built-in experiment (the last-iterate paper's gradient-canary setting, Figure 3
+of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose config is
+`advsim/sweep/audit.toml` (`advsim audit` reads its grid there; a test keeps the two equal).
+"""
 
 
 @dataclasses.dataclass(frozen=True)

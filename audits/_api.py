@@ -21,18 +21,19 @@ from ._tradeoff import TradeoffAudit
 
 __all__ = ["AUDITS", "AUDIT_METHODS", "THRESHOLD_SELECTIONS", "audit", "get_audit"]
 
-#: Every audit by name; all share one contract (tests/audits/test_contract.py).
 AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
     "eps_delta": EpsDeltaAudit,
     "family": HeuristicFamilyAudit,
     "tradeoff": TradeoffAudit,
 }
-#: Every name `audit` / `get_audit` accept.
+"""Every audit by name; all share one contract (tests/audits/test_contract.py)."""
 AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS))
-#: Every `threshold_selection` `audit` accepts: the audits' own ("split", "same") and
-#: jax_privacy's other strategies (`audits._strategies`).
+"""Every name `audit` / `get_audit` accept."""
 THRESHOLD_SELECTIONS: tuple[str, ...] = ("split", "same", *STRATEGIES)
+"""Every `threshold_selection` `audit` accepts: the audits' own ("split", "same") and
+jax_privacy's other strategies (`audits._strategies`).
+"""
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:

@@ -89,8 +89,8 @@ from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, 
 
 __all__ = ["VIOLATION_BOUNDS", "ViolationCertificate", "certify_violation"]
 
-#: The bounds whose curves `certify_violation` compares against.
 VIOLATION_BOUNDS = ("heuristic", "heuristic_max_over_steps", "composition", "gdp")
+"""The bounds whose curves `certify_violation` compares against."""
 
 _EPS_NAMES = {
     "heuristic": "heuristic-equivalent epsilon",

@@ -27,7 +27,6 @@ import dataclasses
 
 __all__ = ["ASSUMPTIONS", "STATEMENTS", "Guarantee"]
 
-#: The kinds of claim an audit's number can make.
 STATEMENTS = {
     "eps_delta_lower_bound": "an (eps, delta) lower bound: the run is not (eps, delta)-DP "
     "for any eps < eps_lower",
@@ -36,7 +35,7 @@ STATEMENTS = {
     "eps_credible_interval": "a Bayesian credible interval for eps: the posterior puts "
     "probability `credibility` on it; not a confidence bound, no frequentist guarantee",
 }
-#: What a claim may rest on besides the runs.
+"""The kinds of claim an audit's number can make."""
 ASSUMPTIONS = {
     "none": "no assumption about the mechanism",
     "gaussian_tradeoff": "the run's trade-off curve is exactly Gaussian (G_mu for some mu)",
@@ -48,6 +47,7 @@ ASSUMPTIONS = {
     "jeffreys_prior": "independent Jeffreys Beta(1/2, 1/2) priors on the test's FPR and FNR "
     "(the credible interval is a property of that posterior)",
 }
+"""What a claim may rest on besides the runs."""
 _SHORT = {
     "none": "",
     "gaussian_tradeoff": "assumes Gaussian",

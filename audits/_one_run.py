@@ -58,8 +58,8 @@ __all__ = [
     "one_run_p_value",
 ]
 
-#: How `one_run_audit` chooses k+ and k-.
 K_SELECTIONS = ("bonferroni", "split", "same", "fixed")
+"""How `one_run_audit` chooses k+ and k-."""
 _EPS_MAX = 64.0  # e^64 ~ 6e27: no number of guesses resolves a precision that close to 1
 
 

@@ -84,8 +84,9 @@ __all__ = [
     "one_run_gdp_mu",
 ]
 
-#: The trade-off curves `one_run_fdp_audit` tests (as `certify_violation` names them).
 FDP_BOUNDS = VIOLATION_BOUNDS
+"""The trade-off curves `one_run_fdp_audit` tests (as `certify_violation` names them).
+"""
 _MU_MAX = 40.0  # G_40 is indistinguishable from perfect separation at any sample size
 _GRID_STEP = math.log1p(1e-3)  # the sigma grid's spacing in log sigma
 _INV_MARGIN = 1e-12  # B^{-1} lowered by this (module docstring)

@@ -81,8 +81,8 @@ from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, 
 
 __all__ = ["PAPER_EPS_GRID", "TradeoffAudit", "observed_tradeoff", "tradeoff_audit"]
 
-#: Algorithm 2's grid: 0.5, 0.6, ..., 20.0.
 PAPER_EPS_GRID = tuple(round(0.5 + 0.1 * i, 1) for i in range(196))
+"""Algorithm 2's grid: 0.5, 0.6, ..., 20.0."""
 
 _MAX_BISECTIONS = 40
 

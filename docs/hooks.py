@@ -44,31 +44,10 @@ PUBLIC_MODULES = (
 # Folders installed under another name (pyproject.toml, [tool.setuptools] package-dir).
 RELOCATED = {"mechanisms": "mechanisms", "audits": "audits", "adversaries": "adversaries"}
 
-# Public constants that have no docstring yet (griffe reads a docstring from the string
-# literal under an assignment). Their modules were being changed by other issues when the
-# docs were written; each entry is to be removed once its docstring exists. Any other
+# Public constants without a docstring that the check lets through (griffe reads a
+# constant's docstring from the string literal under its assignment): none today. Any
 # public name without a docstring fails the build.
-UNDOCUMENTED_CONSTANTS = frozenset(
-    {
-        "advsim.audits.ASSUMPTIONS",  # audits/_guarantee.py
-        "advsim.audits.AUDITS",  # audits/_api.py
-        "advsim.audits.AUDIT_METHODS",  # audits/_api.py
-        "advsim.audits.FDP_BOUNDS",  # audits/_one_run_fdp.py
-        "advsim.audits.K_SELECTIONS",  # audits/_one_run.py
-        "advsim.audits.PAPER_EPS_GRID",  # audits/_tradeoff.py
-        "advsim.audits.STATEMENTS",  # audits/_guarantee.py
-        "advsim.audits.THRESHOLD_SELECTIONS",  # audits/_api.py
-        "advsim.audits.VIOLATION_BOUNDS",  # audits/_certify.py
-        "advsim.testing.PROFILE",  # advsim/testing/_strategies.py
-        "advsim.testing.SETTINGS",  # advsim/testing/_strategies.py
-        "advsim.sweep.ADVERSARY_ALIASES",  # advsim/sweep/_classes.py
-        "advsim.sweep.AUDIT_COLUMNS",  # advsim/sweep/_store.py
-        "advsim.sweep.BOUNDS_COLUMNS",  # advsim/sweep/_store.py
-        "advsim.sweep.MECHANISM_ALIASES",  # advsim/sweep/_classes.py
-        "advsim.sweep.TIME_COLUMNS",  # advsim/sweep/_store.py
-        "advsim.experiment.DEFAULT_STEPS",  # advsim/experiment.py
-    }
-)
+UNDOCUMENTED_CONSTANTS: frozenset[str] = frozenset()
 
 log = logging.getLogger("mkdocs.hooks.advsim")
 

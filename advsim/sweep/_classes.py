@@ -53,7 +53,6 @@ class Alias:
 
 
 _OLD_BUILDER = "(the name's old builder took other keys)"
-#: The built-in mechanisms' short names. Keep the names old configs use.
 MECHANISM_ALIASES: dict[str, Alias] = {
     "linear": Alias("advsim.mechanisms:LinearProcess"),
     "linear-data": Alias(
@@ -66,7 +65,7 @@ MECHANISM_ALIASES: dict[str, Alias] = {
         note='`period = K` is now `canary_schedule = "every:K@K"` (steps K, 2K, ...)',
     ),
 }
-#: The built-in adversaries' short names.
+"""The built-in mechanisms' short names. Keep the names old configs use."""
 ADVERSARY_ALIASES: dict[str, Alias] = {
     "projection": Alias("advsim.adversaries:ProjectionScore"),
     "llr": Alias("advsim.adversaries:LikelihoodRatioScore"),
@@ -80,6 +79,7 @@ ADVERSARY_ALIASES: dict[str, Alias] = {
     "random-direction": Alias("advsim.adversaries:RandomDirection"),
     "simulated-biased-dimension": Alias("advsim.adversaries:SimulatedBiasedDimension"),
 }
+"""The built-in adversaries' short names."""
 # Names registered at run time (register_mechanism / register_adversary): a class, a
 # classmethod, or a function returning an instance (checked when called).
 _REGISTERED: dict[str, dict[str, Callable[..., Any]]] = {"mechanism": {}, "adversary": {}}

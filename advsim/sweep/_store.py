@@ -26,8 +26,6 @@ CELLS_DIR = "cells"
 TABLE_CSV = "results.csv"
 TABLE_JSON = "results.json"
 
-#: Columns of the result of one cell, in table order (audit mode; bounds mode has the
-#: subset that does not need a simulation).
 AUDIT_COLUMNS = (
     "mechanism",
     "adversary",
@@ -63,9 +61,9 @@ AUDIT_COLUMNS = (
     "audit_time_s",
     "bounds_time_s",
 )
-#: Where an audit cell's wall time went: calibrating sigma (0 without `target_epsilon`),
-#: and `advsim.experiment.run_audit`'s JAX compilation, simulation, audit and bounds (each
-#: without the compilation inside it). Cells stored before these columns leave them empty.
+"""Columns of the result of one cell, in table order (audit mode; bounds mode has the subset
+that does not need a simulation).
+"""
 TIME_COLUMNS = (
     "calibrate_time_s",
     "compile_time_s",
@@ -73,6 +71,10 @@ TIME_COLUMNS = (
     "audit_time_s",
     "bounds_time_s",
 )
+"""Where an audit cell's wall time went: calibrating sigma (0 without `target_epsilon`), and
+`advsim.experiment.run_audit`'s JAX compilation, simulation, audit and bounds (each without
+the compilation inside it). Cells stored before these columns leave them empty.
+"""
 BOUNDS_COLUMNS = (
     "mechanism",
     "steps",
@@ -85,6 +87,9 @@ BOUNDS_COLUMNS = (
     "full_batch",
     "wall_time_s",
 )
+"""Columns of the result of one cell in bounds mode (no simulation): the parameters and the
+reference bounds.
+"""
 
 
 def _decode_result(result: Mapping) -> dict:

@@ -42,11 +42,14 @@ __all__ = [
     "steps",
 ]
 
-#: Name of the registered hypothesis profile (`settings.load_profile(PROFILE)` loads it).
 PROFILE = "advsim"
+"""Name of the registered hypothesis profile (`settings.load_profile(PROFILE)` loads it).
+"""
 _settings.register_profile(PROFILE, derandomize=True, deadline=None, database=None, print_blob=True)
-#: The profile as a settings object, to use as a parent: `@settings(SETTINGS, max_examples=30)`.
 SETTINGS = _settings.get_profile(PROFILE)
+"""The profile as a settings object, to use as a parent: `@settings(SETTINGS,
+max_examples=30)`.
+"""
 
 # ----------------------------------------------------------------------------------------
 # Strategies for single parameters
