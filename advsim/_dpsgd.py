@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from advsim._binomial import AbstractBinomialSampler
-from advsim._mechanism import AbstractMechanism, AbstractPerExampleData
+from advsim._mechanism import AbstractMechanism, AbstractPerExampleData, AbstractProjected
 
 __all__ = [
     "bernoulli_from_bits",
@@ -126,7 +126,7 @@ def dpsgd_update(
         std_noise: standard normal draws, scaled here by sigma * C.
 
     Returns:
-        m_t.
+        m_t (projected by `mechanism.project` for an `AbstractProjected` mechanism).
     """
     dtype = model.dtype
     c = jnp.asarray(mechanism.clip_norm, dtype)
@@ -142,7 +142,10 @@ def dpsgd_update(
     canary = clip_gradients(mechanism.canary_gradient(model, t), c)
     grad_sum = grad_sum + jnp.where(canary_present, canary, jnp.zeros_like(canary))
     reg = mechanism.regularizer_gradient(model, t)
-    return model - lr * (grad_sum + reg + sigma * c * std_noise)
+    stepped = model - lr * (grad_sum + reg + sigma * c * std_noise)
+    if isinstance(mechanism, AbstractProjected):
+        return mechanism.project(stepped)
+    return stepped
 
 
 def _group_counts(sampler, key, count, q, steps: int, dtype) -> Int[Array, " T"]:

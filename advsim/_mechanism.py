@@ -27,6 +27,7 @@ __all__ = [
     "AbstractDirectedCanary",
     "AbstractMechanism",
     "AbstractPerExampleData",
+    "AbstractProjected",
     "AbstractProjectionLaw",
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
@@ -437,6 +438,27 @@ class AbstractPerExampleData(AbstractMechanism):
 
     def data_counts(self) -> Int[Array, " n"]:
         return jnp.ones((self.num_examples,), jnp.int32)
+
+
+class AbstractProjected(AbstractMechanism):
+    r"""Projected DP-SGD: every update is followed by the projection onto a closed convex set.
+
+    The engine applies `project` to $m_t$ after each step of Algorithm 1 (clipping,
+    sampling, noise and regularizer unchanged), so $m_t = \Pi_K(m_{t-1} - \eta(\dots))$:
+    the algorithm of the hidden-state bounds for convex losses over a bounded set
+    (Altschuler and Talwar 2022; Bok, Su and Altschuler, arXiv:2403.00278), whose bound
+    needs the set's `diameter`. Projection is post-processing of each step's release, so
+    `accounting()` and the composition bound are unchanged.
+    """
+
+    @property
+    @abc.abstractmethod
+    def diameter(self) -> float:
+        """D, the diameter of the set K the model is projected onto."""
+
+    @abc.abstractmethod
+    def project(self, model: Float[Array, " d"]) -> Float[Array, " d"]:
+        r"""$\Pi_K(m)$, the Euclidean projection onto K (pure, jittable)."""
 
 
 class AbstractProjectionLaw(AbstractMechanism):

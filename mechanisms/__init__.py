@@ -13,6 +13,7 @@ from advsim.mechanisms.landscape import ThresholdLandscape
 from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.one_run import OneRunGradientCanaries
+from advsim.mechanisms.projected import ProjectedLinearCanary, projected_canary_laws
 from advsim.mechanisms.real_models import (
     AbstractCanaryExample,
     RealModelGradientCanary,
@@ -44,6 +45,7 @@ __all__ += [
     "repeaters_epsilon",
 ]
 __all__ += ["OneRunGradientCanaries"]
+__all__ += ["ProjectedLinearCanary", "projected_canary_laws"]
 __all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve"]
 __all__ += ["two_step_density", "two_step_epsilon", "two_step_gdp_curve"]
 __all__ += ["AbstractCanaryExample", "RealModelGradientCanary", "RealModelInputCanary"]

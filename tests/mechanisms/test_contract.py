@@ -45,6 +45,7 @@ from advsim.mechanisms import (
     LikelihoodEncodingLoss,
     LinearProcess,
     MaliciousRepeaters,
+    ProjectedLinearCanary,
     QuadraticRegularizer,
     RealModelGradientCanary,
     RealModelInputCanary,
@@ -103,6 +104,8 @@ CASES: list[Case] = [
         x64=True,
     ),
     Case("landscape", lambda: ThresholdLandscape(6, 2.0, 4), ThresholdAdversary),
+    # projected onto a ball of radius 0.5 in 3-D: the noise (sd 1) reaches it every step.
+    Case("projected-linear", lambda: ProjectedLinearCanary(6, 1.0, radius=0.5, dim=3)),
     Case(
         "gradient-canary-logistic",
         # scale 3: logistic gradients above C = 1 get clipped; canary at steps 2 and 4; a
