@@ -52,7 +52,7 @@ _SHORT = {
     "none": "",
     "gaussian_tradeoff": "assumes Gaussian",
     "heuristic_family": "assumes family",
-    "bound_family": "assumes family",
+    "bound_family": "assumes bound family",
     "jeffreys_prior": "credible interval",
 }
 
@@ -101,7 +101,9 @@ class Guarantee:
     @property
     def label(self) -> str:
         """A short tag for tables and plots: "rigorous", "assumes Gaussian",
-        "assumes family", "optimistic", or an assumption plus "optimistic"."""
+        "assumes family" (the heuristic's), "assumes bound family" (composition's or the
+        max-over-steps heuristic's curves), "credible interval", "optimistic", or an
+        assumption plus "optimistic"."""
         parts = [p for p in (_SHORT[self.assumption], "" if self.held_out else "optimistic") if p]
         return ", ".join(parts) or "rigorous"
 
