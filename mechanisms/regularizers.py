@@ -43,8 +43,12 @@ from advsim._mechanism import (
     as_traced_float,
 )
 from advsim._validation import check_delta, check_nonnegative
-from advsim.bounds import heuristic_epsilon, heuristic_epsilon_curve
-from advsim.mechanisms._quadratic_bound import quadratic_exact_epsilon, quadratic_law
+from advsim.bounds import (
+    heuristic_epsilon,
+    heuristic_epsilon_curve,
+    quadratic_exact_epsilon,
+    quadratic_law,
+)
 
 __all__ = [
     "QuadraticRegularizer",

@@ -17,6 +17,9 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
   iterate and GDP, for the trade-off audit of Annamalai (2024, "It's Our Loss").
 - `landscape_*`, `two_step_*`, `hockey_stick_epsilon`: the exact law of the threshold
   landscape's last model (Section 6 of arXiv:2405.14457; `advsim.mechanisms.ThresholdLandscape`).
+- `quadratic_law`, `quadratic_exact_epsilon`: the exact law and epsilon of the last model
+  under a quadratic regularizer (Section 4.2 of arXiv:2410.06186;
+  `advsim.mechanisms.QuadraticRegularizer`).
 - `bounds_for`: the three reference epsilons of an `advsim.Accounting`.
 - `shifted_interpolation_*`: a rigorous hidden-state bound for projected full-batch DP-GD
   on a convex, Lipschitz, smooth loss (Bok, Su and Altschuler, arXiv:2403.00278), with
@@ -58,6 +61,7 @@ from advsim.bounds._mixture import (
     mixture_log_likelihood_ratio,
     mixture_tradeoff,
 )
+from advsim.bounds._quadratic import quadratic_exact_epsilon, quadratic_law
 from advsim.bounds._shifted_interpolation import (
     ShiftedInterpolationBound,
     shifted_interpolation_bound,
@@ -104,6 +108,8 @@ __all__ = [
     "mixture_epsilon",
     "mixture_log_likelihood_ratio",
     "mixture_tradeoff",
+    "quadratic_exact_epsilon",
+    "quadratic_law",
     "shifted_interpolation_bound",
     "shifted_interpolation_epsilon",
     "two_step_density",

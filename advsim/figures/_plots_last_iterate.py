@@ -21,11 +21,15 @@ import time
 import numpy as np
 from scipy.optimize import brentq
 
-from advsim.bounds import composition_epsilon, heuristic_epsilon, heuristic_epsilon_max_over_steps
+from advsim.bounds import (
+    composition_epsilon,
+    heuristic_epsilon,
+    heuristic_epsilon_max_over_steps,
+    quadratic_law,
+)
 from advsim.experiment import run_audit
 from advsim.figures import exact_epsilon
 from advsim.mechanisms import history_epsilon, quadratic_exact_epsilon, repeaters_epsilon
-from advsim.mechanisms._quadratic_bound import quadratic_law
 from advsim.plotting import (
     BOUND_STYLES,
     _style,

@@ -39,11 +39,11 @@ from advsim.bounds import (
     heuristic_epsilon,
     heuristic_epsilon_max_over_steps,
     mixture_tradeoff,
+    quadratic_law,
 )
 from advsim.bounds._violation_curves import heuristic_curve_lower
 from advsim.figures import exact_epsilon
 from advsim.mechanisms import LinearProcess, quadratic_exact_epsilon
-from advsim.mechanisms._quadratic_bound import quadratic_law
 from advsim.sweep import resolve
 
 __all__ = ["compute_certificates"]

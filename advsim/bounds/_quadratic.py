@@ -42,7 +42,7 @@ import math
 import numpy as np
 
 from advsim._validation import check_delta, check_in_interval, check_int, check_probability
-from advsim.bounds import merge_atoms, mixture_epsilon
+from advsim.bounds._mixture import merge_atoms, mixture_epsilon
 
 __all__ = ["quadratic_exact_epsilon", "quadratic_law", "round_support"]
 
