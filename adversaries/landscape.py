@@ -13,7 +13,10 @@ DP-SGD in the Hidden State Threat Model" (arXiv:2405.14457, ICLR 2025).
   $\mathcal{N}(0, \sigma^2 C^2)$ (the test "$\theta_1 > h_i$" then has Type I error
   $\alpha_i$), one landscape per $h_i$, each audited on the same runs' keys, and the
   best kept. The search gives the thresholds and their adversaries; the experiment loop
-  is `advsim.experiment.run_threshold_search` (`ThresholdSearch.run` calls it).
+  (simulate, audit, keep the best) is a driver's job:
+  `advsim.experiment.run_threshold_search(search, mechanism, trials, key)`, or
+  `advsim.experiment.threshold_search(mechanism, trials, key, alphas=...)`. A plug-in
+  never imports a driver.
 
 A note on the maximum: each audit's `eps_lower` holds with its confidence c; the maximum
 over d thresholds holds with confidence $1 - d(1 - c)$ only (union bound). Pass
@@ -30,9 +33,8 @@ from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism, AbstractThresholdLandscape
-from advsim.experiment import ThresholdSearchResult, run_threshold_search
 
-__all__ = ["ThresholdAdversary", "ThresholdSearch", "ThresholdSearchResult", "threshold_search"]
+__all__ = ["ThresholdAdversary", "ThresholdSearch"]
 
 
 def _check_landscape(mechanism) -> None:
@@ -82,7 +84,8 @@ class ThresholdSearch(eqx.Module):
     r"""Algorithm 5 of arXiv:2405.14457 (Appendix F) as an adversary variant.
 
     $h_i = \sigma C\, \Phi^{-1}(1 - \alpha_i)$ for each $\alpha_i$ in `alphas`; each
-    $A_S^{h_i}$ (`ThresholdAdversary`) is audited by `run`, and the maximum is returned.
+    $A_S^{h_i}$ (`ThresholdAdversary`) is audited by
+    `advsim.experiment.run_threshold_search(search, ...)`, which returns the maximum.
     The paper's grid is `linspace(0, Phi(C / (2 sigma^2)), d)`; its first point,
     $\alpha = 0$, gives $h = +\infty$ (never "above"), so the default grid is d points
     evenly spaced strictly inside (0, 1).
@@ -118,23 +121,3 @@ class ThresholdSearch(eqx.Module):
     def adversary(self, threshold: float) -> ThresholdAdversary:
         """$A_S^h$ for one threshold h of the grid."""
         return ThresholdAdversary(float(threshold))
-
-    def run(
-        self, mechanism: AbstractMechanism, trials: int, key, **kwargs
-    ) -> ThresholdSearchResult:
-        """Audits $A_S^{h_i}$ for every threshold: `advsim.experiment.run_threshold_search`.
-
-        The loop (simulate, audit, keep the best, the multiplicity correction) is an
-        experiment, so it lives with the drivers; see there for the arguments.
-        """
-        return run_threshold_search(self, mechanism, trials, key, **kwargs)
-
-
-def threshold_search(
-    mechanism: AbstractMechanism, trials: int, key, *, alphas=None, **kwargs
-) -> ThresholdSearchResult:
-    """Algorithm 5 of arXiv:2405.14457: `ThresholdSearch(alphas).run(mechanism, ...)`.
-
-    See `advsim.experiment.run_threshold_search` for the keyword arguments.
-    """
-    return ThresholdSearch(alphas).run(mechanism, trials, key, **kwargs)

@@ -25,6 +25,7 @@ from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
 from advsim._validation import check_delta, check_in_interval, check_int
+from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
 
@@ -34,6 +35,7 @@ __all__ = [
     "ThresholdSearchResult",
     "run_audit",
     "run_threshold_search",
+    "threshold_search",
 ]
 
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
@@ -373,3 +375,13 @@ def run_threshold_search(
         confidence=confidence,
         multiplicity=multiplicity,
     )
+
+
+def threshold_search(
+    mechanism: AbstractMechanism, trials: int, key, *, alphas=None, **kwargs
+) -> ThresholdSearchResult:
+    """Algorithm 5 of arXiv:2405.14457 over the Type I error rates `alphas` (default: the
+    grid of `advsim.adversaries.ThresholdSearch`): `run_threshold_search(
+    ThresholdSearch(alphas), mechanism, trials, key, **kwargs)`; see there for the
+    keyword arguments."""
+    return run_threshold_search(ThresholdSearch(alphas), mechanism, trials, key, **kwargs)

@@ -22,6 +22,7 @@ import scipy.stats
 
 from advsim.adversaries import ThresholdSearch
 from advsim.bounds import gdp_epsilon, landscape_epsilon_curve, two_step_epsilon, two_step_gdp_curve
+from advsim.experiment import run_threshold_search
 from advsim.mechanisms import ThresholdLandscape
 from advsim.plotting import _style, plot_ratio_heatmap, save_figure
 
@@ -155,8 +156,8 @@ def compute_threshold_search(fig, rows):
         for b in p["batches"]:
             alpha_star = float(scipy.stats.norm.sf(0.5 / sigma))  # h* = C/2
             grid = sorted(set(p["alphas"]) | {alpha_star})
-            res = ThresholdSearch(grid).run(ThresholdLandscape(2, sigma, b), trials,
-                                            jax.random.key(p["seed"]), delta=delta)
+            res = run_threshold_search(ThresholdSearch(grid), ThresholdLandscape(2, sigma, b),
+                                       trials, jax.random.key(p["seed"]), delta=delta)
             hs = res.threshold
             exact_gdp = two_step_gdp_curve(hs, sigma, b, delta=delta, min_rate=1e-9)["eps"]
             exact = [two_step_epsilon(delta, sigma, b, threshold=h, points=20_001) for h in hs]

@@ -22,8 +22,9 @@ import pytest
 import scipy.stats
 
 import advsim
-from advsim.adversaries import ThresholdAdversary, ThresholdSearch, threshold_search
+from advsim.adversaries import ThresholdAdversary, ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning
+from advsim.experiment import run_threshold_search, threshold_search
 from advsim.mechanisms import LinearProcess, ThresholdLandscape, two_step_gdp_curve
 
 DELTA = 1e-5
@@ -87,7 +88,8 @@ def test_search_finds_half_c_at_t2():
         # The GDP audits' Gaussian assumption does not hold for the landscape; whether the
         # held-out check rejects it at a threshold is not what this test pins.
         warnings.simplefilter("ignore", AssumptionRejectedWarning)
-        res = ThresholdSearch(alphas).run(mech, n, jax.random.key(11), delta=DELTA)
+        search = ThresholdSearch(alphas)
+        res = run_threshold_search(search, mech, n, jax.random.key(11), delta=DELTA)
     assert res.multiplicity == "bonferroni" and res.results[0].confidence == 1 - 0.05 / 7
     np.testing.assert_allclose(res.threshold, hs_wanted, atol=1e-12)
     exact = two_step_gdp_curve(res.threshold, sigma, b, delta=DELTA, min_rate=1e-9)
@@ -110,6 +112,7 @@ def test_search_result_in_simulation_matches_single_audit():
 
     mech = ThresholdLandscape(2, 1.5, 2)
     alpha = float(scipy.stats.norm.sf(0.2 / 1.5))
-    res = ThresholdSearch([alpha]).run(mech, 10_000, jax.random.key(5), delta=DELTA)
+    search = ThresholdSearch([alpha])
+    res = run_threshold_search(search, mech, 10_000, jax.random.key(5), delta=DELTA)
     scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
     assert res.eps_lower[0] == audit(scores, "gdp", delta=DELTA).eps_lower

@@ -6,6 +6,8 @@
   `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
   on is read off its first lines.
+- The plug-in packages (`mechanisms/`, `adversaries/`, `audits/`) never import a driver:
+  an experiment loop over plug-ins is a driver (`advsim.experiment`), not a method of one.
 - Every driver imports on its own, in a fresh interpreter (no import cycle).
 """
 
@@ -27,6 +29,12 @@ def _engine_files() -> list[Path]:
     return sorted(ADVSIM.glob("_*.py")) + sorted((ADVSIM / "bounds").rglob("*.py"))
 
 
+def _plugin_files() -> list[Path]:
+    root = ADVSIM.parent
+    return [f for name in ("mechanisms", "adversaries", "audits")
+            for f in sorted((root / name).rglob("*.py"))]
+
+
 def _driver_files() -> list[Path]:
     return [
         *sorted((ADVSIM / "cli").rglob("*.py")),
@@ -38,8 +46,11 @@ def _driver_files() -> list[Path]:
 
 
 def _package(path: Path) -> str:
-    """The dotted package a file under advsim/ belongs to (for relative imports)."""
+    """The dotted package a file under advsim/ (or a plug-in folder) belongs to (for
+    relative imports; mechanisms/ etc. are installed as advsim.mechanisms etc.)."""
     parts = path.relative_to(ADVSIM.parent).with_suffix("").parts
+    if parts[0] != "advsim":
+        parts = ("advsim", *parts)
     return ".".join(parts if parts[-1] == "__init__" else parts[:-1]).removesuffix(".__init__")
 
 
@@ -116,6 +127,13 @@ def test_drivers_import_plug_ins_at_module_level_only():
     # ... and they do import plug-ins there (the check is not vacuous).
     uses = {m for f in files for m, _, _ in imports(ast.parse(f.read_text()), _package(f))}
     assert {"advsim.mechanisms", "advsim.audits"} <= uses
+
+
+def test_plug_ins_import_no_driver():
+    files = _plugin_files()
+    assert ADVSIM.parent / "adversaries" / "landscape.py" in files
+    bad = [v for f in files for v in _violations(f, DRIVER_MODULES, only_in_functions=False)]
+    assert not bad, "a plug-in must not depend on a driver:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("module", DRIVER_MODULES)
