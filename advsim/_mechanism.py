@@ -26,6 +26,7 @@ __all__ = [
     "AbstractCoordinateLaws",
     "AbstractDirectedCanary",
     "AbstractMechanism",
+    "AbstractMultiCanary",
     "AbstractPerExampleData",
     "AbstractProjected",
     "AbstractProjectionLaw",
@@ -459,6 +460,26 @@ class AbstractProjected(AbstractMechanism):
     @abc.abstractmethod
     def project(self, model: Float[Array, " d"]) -> Float[Array, " d"]:
         r"""$\Pi_K(m)$, the Euclidean projection onto K (pure, jittable)."""
+
+
+class AbstractMultiCanary(AbstractMechanism):
+    """A mechanism with m canaries in one run, each present or not by its own bit.
+
+    The capability `advsim.one_run.simulate_one_run` needs: `num_canaries` (static),
+    `with_included(bits)` (the same run with canary j in the dataset iff `bits[j]`) and a
+    jittable `canary_scores(model)` (m scores of the released last model, higher meaning
+    "included").
+    """
+
+    num_canaries: eqx.AbstractVar[int]
+
+    @abc.abstractmethod
+    def with_included(self, included: Bool[Array, " m"]) -> AbstractMultiCanary:
+        """The same run with canary j in the dataset iff `included[j]`."""
+
+    @abc.abstractmethod
+    def canary_scores(self, model: Float[Array, " d"]) -> Float[Array, " m"]:
+        """The m canaries' scores of the released model."""
 
 
 class AbstractProjectionLaw(AbstractMechanism):

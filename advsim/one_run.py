@@ -18,46 +18,26 @@ So the scores do not depend on how many repetitions are computed together.
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
 
 from advsim._dpsgd import run_mechanism
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractMultiCanary
 from advsim._simulate import as_key
 from advsim._validation import check_int
 from advsim.audits import one_run_audit
 
+# AbstractMultiCanary is an engine capability (advsim._mechanism); re-exported here, where
+# it was first defined, so that `from advsim.one_run import AbstractMultiCanary` still works.
 __all__ = ["AbstractMultiCanary", "OneRunScores", "simulate_one_run"]
 
 #: Bound on the float32 entries the vectorised repetitions of one batch may hold at once
 #: (the engine's per-step gradient table is (m, d) per run).
 _BATCH_ENTRIES = 2**24
-
-
-class AbstractMultiCanary(AbstractMechanism):
-    """A mechanism with m canaries in one run, each present or not by its own bit.
-
-    The capability `simulate_one_run` needs: `num_canaries` (static),
-    `with_included(bits)` (the same run with canary j in the dataset iff `bits[j]`) and a
-    jittable `canary_scores(model)` (m scores of the released last model, higher meaning
-    "included").
-    """
-
-    num_canaries: eqx.AbstractVar[int]
-
-    @abc.abstractmethod
-    def with_included(self, included: Bool[Array, " m"]) -> AbstractMultiCanary:
-        """The same run with canary j in the dataset iff `included[j]`."""
-
-    @abc.abstractmethod
-    def canary_scores(self, model: Float[Array, " d"]) -> Float[Array, " m"]:
-        """The m canaries' scores of the released model."""
 
 
 @dataclasses.dataclass(frozen=True)

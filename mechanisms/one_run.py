@@ -35,10 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from advsim._mechanism import DPSGDParams
+from advsim._mechanism import AbstractMultiCanary, DPSGDParams
 from advsim._validation import check_delta, check_int
 from advsim.bounds import gdp_epsilon, heuristic_epsilon
-from advsim.one_run import AbstractMultiCanary
 
 __all__ = ["OneRunGradientCanaries"]
 

@@ -2,8 +2,8 @@
 
 - The engine (`advsim/_*.py`, `advsim/bounds/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
-- The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/testing/`,
-  `advsim/figures/`)
+- The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/one_run.py`,
+  `advsim/testing/`, `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
   on is read off its first lines.
 - The plug-in packages (`mechanisms/`, `adversaries/`, `audits/`) never import a driver:
@@ -21,7 +21,8 @@ import pytest
 ADVSIM = Path(__file__).resolve().parents[2] / "advsim"
 PLUGINS = ("advsim.mechanisms", "advsim.adversaries", "advsim.audits")
 DRIVER_MODULES = (
-    "advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.testing", "advsim.figures"
+    "advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.one_run", "advsim.testing",
+    "advsim.figures",
 )
 
 
@@ -39,6 +40,7 @@ def _driver_files() -> list[Path]:
     return [
         *sorted((ADVSIM / "cli").rglob("*.py")),
         ADVSIM / "experiment.py",
+        ADVSIM / "one_run.py",
         *sorted((ADVSIM / "sweep").rglob("*.py")),
         *sorted((ADVSIM / "testing").rglob("*.py")),
         *sorted((ADVSIM / "figures").rglob("*.py")),
