@@ -30,6 +30,7 @@ __all__ = [
     "AbstractPerExampleData",
     "AbstractProjected",
     "AbstractProjectionLaw",
+    "AbstractScalarLaw",
     "AbstractSumEncoding",
     "AbstractThresholdLandscape",
     "CanarySchedule",
@@ -548,3 +549,29 @@ class AbstractThresholdLandscape(AbstractMechanism):
 
     threshold: eqx.AbstractVar[np.ndarray]
     batch_size: eqx.AbstractVar[np.ndarray]
+
+
+class AbstractScalarLaw(AbstractMechanism):
+    r"""A mechanism whose model is a scalar and whose gradients depend on $(m, t)$ alone.
+
+    Then the last model is a one-dimensional Markov chain, and `advsim.exact` propagates its
+    law in both worlds on a grid, step by step, from the mechanism's own methods: the
+    canary's field `canary_gradient(m, t)`, the groups' fields `data_gradients(m, t)` with
+    `data_counts()`, `regularizer_gradient(m, t)`, `step_size(t)`, the canary schedule,
+    the batching and, for an `AbstractProjected` mechanism, the projection onto an interval.
+    The simulation and the exact law read the same functions, so they cannot disagree about
+    the construction. A mechanism joins by subclassing this base and writing its fields in
+    `jax.numpy` (they are evaluated at float64 on the grid's cells); no grid code.
+
+    The contract (checked by `advsim.exact` before any work): `init_model()` has shape (1,)
+    and is the same in both worlds, every field returns shape (1,) (groups: (g, 1)), the
+    mechanism is not `AbstractPerExampleData`.
+
+    One optional method: `field_breakpoints()`, the model values where a field jumps (a
+    threshold). The exact engine then splits the grid cell containing a breakpoint into
+    its two sides, so a jump costs no first-order error.
+    """
+
+    def field_breakpoints(self) -> Float[Array, " k"]:
+        """Model values where some field is discontinuous (default: none)."""
+        return jnp.zeros((0,))

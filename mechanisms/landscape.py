@@ -56,6 +56,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from advsim._mechanism import (
+    AbstractScalarLaw,
     AbstractThresholdLandscape,
     CanarySchedule,
     DPSGDParams,
@@ -76,7 +77,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class ThresholdLandscape(AbstractThresholdLandscape):
+class ThresholdLandscape(AbstractThresholdLandscape, AbstractScalarLaw):
     r"""DP-SGD on the threshold landscape of Eq. (3) of arXiv:2405.14457 (adversary $A_S^h$).
 
     See the module docstring. The model is 1-D; the release $m_T = \theta_T$; the score
@@ -162,6 +163,10 @@ class ThresholdLandscape(AbstractThresholdLandscape):
 
     def data_counts(self) -> Int[Array, " g"]:
         return jnp.asarray(self.batch_size)[None]
+
+    def field_breakpoints(self) -> Float[Array, " k"]:
+        """The threshold h, where the examples' field jumps (for `advsim.exact`)."""
+        return jnp.asarray(self.threshold)[None]
 
     def step_size(self, t: Int[Array, ""]):
         """1 at step 1 (theta_1 = b C + Z_1), 1/B afterwards (Eq. (3))."""

@@ -17,13 +17,18 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractProjectionLaw, DPSGDOptions, DPSGDParams
+from advsim._mechanism import (
+    AbstractProjectionLaw,
+    AbstractScalarLaw,
+    DPSGDOptions,
+    DPSGDParams,
+)
 from advsim._validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
 
 
-class LinearProcess(AbstractProjectionLaw):
+class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
     """DP-SGD on a linear loss: canary gradient -C e_j, other examples' gradients constant.
 
     In 1-D with no other data (the default) this is the worst case of Theorem 1 of

@@ -26,14 +26,20 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 from scipy.special import ndtr
 
-from advsim._mechanism import AbstractProjected, CanarySchedule, DPSGDParams, as_traced_float
+from advsim._mechanism import (
+    AbstractProjected,
+    AbstractScalarLaw,
+    CanarySchedule,
+    DPSGDParams,
+    as_traced_float,
+)
 from advsim._validation import check_int, check_positive
 from advsim.bounds import ShiftedInterpolationBound, shifted_interpolation_bound
 
 __all__ = ["ProjectedLinearCanary", "projected_canary_laws"]
 
 
-class ProjectedLinearCanary(AbstractProjected):
+class ProjectedLinearCanary(AbstractProjected, AbstractScalarLaw):
     r"""Projected full-batch DP-GD whose only example is a linear canary.
 
     Args:

@@ -38,6 +38,7 @@ from jaxtyping import Array, Float, Int
 from advsim._mechanism import (
     AbstractMechanism,
     AbstractProjectionLaw,
+    AbstractScalarLaw,
     DPSGDOptions,
     DPSGDParams,
     as_traced_float,
@@ -69,7 +70,7 @@ def _canary_prob(mech: AbstractMechanism):
     return jnp.asarray(mech.sampling_prob if sampled else 1.0, jnp.float32)
 
 
-class _AbstractRegularizedLinear(AbstractProjectionLaw):
+class _AbstractRegularizedLinear(AbstractProjectionLaw, AbstractScalarLaw):
     """The 1-D linear loss $-Cm$ of Section 4 of arXiv:2410.06186 (the canary's clipped
     gradient is $-C$, so descent moves the model up) under a regularizer a subclass
     supplies: what the two regularizer counterexamples share."""

@@ -1,0 +1,43 @@
+r"""The exact privacy of the last model of a scalar DP-SGD construction.
+
+When the model is a scalar and every gradient is a function of the current model value and
+the step (`advsim.AbstractScalarLaw`), the last iterate is a one-dimensional Markov chain.
+Its law in both worlds (canary in, canary out) is propagated on a grid, step by step, for
+any gradient fields, and $\varepsilon(\delta)$, the privacy profile and the trade-off curve
+of the last model are read off the two laws: the ground truth that audits and bounds are
+read against. `last_iterate_epsilon` returns the value on three grids, each twice as fine,
+so its numerical error is measured, not assumed.
+
+- `last_iterate_epsilon`, `last_iterate_epsilons` (a batch vmapped in one call),
+  `ExactEpsilon` (the result);
+- `discrete_epsilon`, `discrete_privacy_profile`, `discrete_tradeoff`: privacy of two
+  discrete laws on the same cells.
+"""
+
+from advsim.exact._api import (
+    DEFAULT_CELLS_PER_SD,
+    ERROR_KIND,
+    ExactEpsilon,
+    GridTooLargeError,
+    last_iterate_epsilon,
+    last_iterate_epsilons,
+)
+from advsim.exact._divergence import (
+    discrete_epsilon,
+    discrete_privacy_profile,
+    discrete_tradeoff,
+)
+from advsim.exact._plan import check_scalar_law
+
+__all__ = [
+    "DEFAULT_CELLS_PER_SD",
+    "ERROR_KIND",
+    "ExactEpsilon",
+    "GridTooLargeError",
+    "check_scalar_law",
+    "discrete_epsilon",
+    "discrete_privacy_profile",
+    "discrete_tradeoff",
+    "last_iterate_epsilon",
+    "last_iterate_epsilons",
+]

@@ -1,0 +1,376 @@
+r"""The public call: the exact epsilon of a scalar construction's last model, with its error.
+
+`last_iterate_epsilon(mechanism, delta)` propagates the last model's law in both worlds on
+three grids (spacing $h$, $h/2$, $h/4$), reads $\varepsilon(\delta)$ off each, and returns
+the finest value with the differences between the three. `last_iterate_epsilons` does the
+same for a batch of mechanisms that differ only in traced values (a heatmap over sigma and
+B is one call: one compilation per grid, the cells vmapped).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from advsim._mechanism import AbstractMechanism
+from advsim._validation import check_delta, check_int, check_positive
+from advsim.exact._divergence import discrete_tradeoff, grid_delta
+from advsim.exact._plan import combine, layout, plan_bytes
+from advsim.exact._propagate import _fields, advance, batch_epsilon, start
+
+__all__ = [
+    "DEFAULT_CELLS_PER_SD",
+    "ERROR_KIND",
+    "ExactEpsilon",
+    "GridTooLargeError",
+    "last_iterate_epsilon",
+    "last_iterate_epsilons",
+]
+
+#: The coarsest grid's spacing is the smallest step's noise sd over this; the finer grids
+#: halve it. With 3 refinements the finest has 24 nodes per noise sd.
+DEFAULT_CELLS_PER_SD = 6.0
+#: What the `error` of a grid result is: the change between the two finest grids.
+ERROR_KIND = "refinement estimate"
+#: Default cap on one propagation's working set.
+DEFAULT_MAX_BYTES = 8 * 2**30
+
+
+class GridTooLargeError(ValueError):
+    """The grid an exact propagation needs would not fit in the memory allowed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactEpsilon:
+    r"""The last model's privacy from its law in both worlds, with the numerical error.
+
+    Attributes:
+        epsilon: $\varepsilon(\delta)$ of the last model on the finest grid (both
+            directions, add/remove).
+        delta: the $\delta$ it was computed at.
+        error: $|\varepsilon_{h/2} - \varepsilon_{h/4}|$ plus the effect of the mass the
+            grid lost (`lost_mass`): an estimate of the discretisation error, not a bound
+            (`error_kind`). At first-order convergence it is the finest grid's error; at the
+            second order it overstates it three times.
+        error_kind: "refinement estimate" (see `error`).
+        epsilons: $\varepsilon$ on each grid, coarsest first.
+        spacings: each grid's spacing $h$ (model units).
+        cells_per_sd: each grid's nodes per (smallest) noise standard deviation.
+        differences: successive differences of `epsilons`.
+        observed_order: $\log_2$ of the ratio of the two differences (nan when undefined):
+            about 2 for smooth fields, 1 where the law has an atom or a kink.
+        lost_mass: mass of (in, out) that left the finest grid or a count window, summed
+            over the steps; never dropped silently.
+        mass_error: $|1 - \text{mass kept} - \text{lost}|$ of the finest grid (rounding).
+        eps_bracket: $\varepsilon$ of the finest grid with $\delta$ moved by the lost mass
+            and the rounding, both ways: the range the lost mass alone allows.
+        nodes: the finest grid's nodes.
+        atoms: 2 for a projected run (the last two masses are its atoms at the interval's
+            ends, the end nodes then carry half a cell), else 0.
+        grid: the finest grid's node positions (then the atoms' positions).
+        mass_in, mass_out: the last model's masses on `grid` in each world.
+        epsilon_per_step: $\varepsilon(\delta)$ after every step on the finest grid, when
+            asked for (`every_step=True`), else None.
+        seconds: wall time of the whole call.
+    """
+
+    epsilon: float
+    delta: float
+    error: float
+    error_kind: str
+    epsilons: tuple[float, ...]
+    spacings: tuple[float, ...]
+    cells_per_sd: tuple[float, ...]
+    differences: tuple[float, ...]
+    observed_order: float
+    lost_mass: tuple[float, float]
+    mass_error: float
+    eps_bracket: tuple[float, float]
+    nodes: int
+    atoms: int
+    grid: np.ndarray = dataclasses.field(repr=False)
+    mass_in: np.ndarray = dataclasses.field(repr=False)
+    mass_out: np.ndarray = dataclasses.field(repr=False)
+    epsilon_per_step: np.ndarray | None = dataclasses.field(repr=False, default=None)
+    seconds: float = 0.0
+
+    def privacy_profile(self, epsilons) -> np.ndarray:
+        r"""$\delta(\varepsilon)$ of the last model (finest grid) at each of `epsilons`
+        (`grid_delta`, the same quadrature as `epsilon`)."""
+        eps = np.atleast_1d(np.asarray(epsilons, np.float64))
+        return np.array(
+            [grid_delta(self.mass_in, self.mass_out, e, atoms=self.atoms) for e in eps]
+        )
+
+    def tradeoff(self) -> tuple[np.ndarray, np.ndarray]:
+        """The last model's trade-off curve `(alpha, beta)` (finest grid)."""
+        return discrete_tradeoff(self.mass_in, self.mass_out)
+
+    def to_dict(self) -> dict:
+        """The scalar fields, for a JSON or CSV row (no arrays)."""
+        return {
+            "exact_epsilon": self.epsilon,
+            "exact_error": self.error,
+            "exact_error_kind": self.error_kind,
+            "exact_epsilons": list(self.epsilons),
+            "exact_cells_per_sd": list(self.cells_per_sd),
+            "exact_observed_order": self.observed_order,
+            "exact_lost_mass": list(self.lost_mass),
+            "exact_nodes": self.nodes,
+            "delta": self.delta,
+        }
+
+
+def _stack(mechanisms: Sequence[AbstractMechanism]):
+    parts = [eqx.partition(m, eqx.is_array) for m in mechanisms]
+    static = parts[0][1]
+    structure = jax.tree.structure(parts[0][0])
+    for i, (arrays, other) in enumerate(parts[1:], start=1):
+        if jax.tree.structure(arrays) != structure or not eqx.tree_equal(other, static):
+            raise ValueError(
+                f"mechanisms[{i}] differs from mechanisms[0] in a static field (its class, "
+                "steps, schedule, batching or another shape-setting field): a batch may "
+                "differ only in traced values"
+            )
+    stacked = jax.tree.map(
+        lambda *xs: np.stack([np.asarray(x) for x in xs]), *[a for a, _ in parts]
+    )
+    return eqx.combine(stacked, static)
+
+
+def _diagnose(mech, x: float, t: int) -> str:
+    """Which field is not finite at model value x in step t."""
+    with jax.enable_x64(True):
+        canary, data, reg = _fields(mech, jnp.asarray([x], jnp.float64), jnp.int32(t))
+        eta = jnp.asarray(mech.step_size(jnp.int32(t)), jnp.float64)
+    found = {
+        "canary_gradient": float(canary[0]),
+        "regularizer_gradient": float(reg[0]),
+        "step_size": float(eta),
+    }
+    for j, v in enumerate(np.asarray(data).reshape(-1)):
+        found[f"data_gradients[{j}]"] = float(v)
+    bad = [f"{k} = {v!r}" for k, v in found.items() if not math.isfinite(v)]
+    return ", ".join(bad) if bad else "the move overflows"
+
+
+def _check_records(mechs, records, t0: int, lows, highs, lost_tolerance: float):
+    """Raises at the first step of the chunk with a non-finite move or too much lost mass."""
+    bad_x = np.asarray(records.bad_x)  # (batch, chunk)
+    for i in range(bad_x.shape[0]):
+        bad = np.flatnonzero(np.isfinite(bad_x[i]))
+        if bad.size:
+            t = t0 + int(bad[0])
+            x = float(bad_x[i, bad[0]])
+            raise FloatingPointError(
+                f"{type(mechs[i]).__name__} (batch item {i}): at step {t} the move of the "
+                f"mass at m = {x:.6g} is not finite ({_diagnose(mechs[i], x, t)})"
+            )
+
+
+def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float, t0: int):
+    for i in range(lost_steps.shape[0]):
+        cumulative = np.cumsum(lost_steps[i])
+        over = np.flatnonzero(cumulative > lost_tolerance)
+        if over.size:
+            k = int(over[0])
+            far = far_steps[i][np.isfinite(far_steps[i])]
+            where = f"; the drift sent mass to m = {far[0]:.6g}" if far.size else ""
+            raise FloatingPointError(
+                f"{type(mechs[i]).__name__} (batch item {i}): by step {t0 + k}, mass "
+                f"{cumulative[k]:.3g} left the grid [{lows[i]:.6g}, {highs[i]:.6g}] or a "
+                f"count window, above lost_tolerance = {lost_tolerance:.3g}{where}. Pass a "
+                "wider support=(lo, hi) or declare the fields' jumps with field_breakpoints"
+            )
+
+
+def _run_level(mechs, stacked, delta, cells, support, every_step, max_bytes, tolerance, bar):
+    steps = mechs[0].steps
+    chunk = math.ceil(steps / math.ceil(steps / 100))
+    layouts = [layout(m, cells, support) for m in mechs]
+    plan, lo, spacing, k_lo = combine(layouts, steps, chunk, every_step)
+    needed = plan_bytes(plan, len(mechs))
+    if needed > max_bytes:
+        raise GridTooLargeError(
+            f"the exact propagation needs a grid of {plan.nodes:,} nodes x "
+            f"{2 * math.prod(plan.windows):,} components ({needed / 2**30:.2f} GiB for "
+            f"{len(mechs)} mechanism(s) at cells_per_sd = {cells:g}), above max_bytes = "
+            f"{max_bytes / 2**30:.2f} GiB; lower cells_per_sd or refinements, pass a "
+            "narrower support=(lo, hi), or raise max_bytes"
+        )
+    highs = lo + (plan.nodes - 1) * spacing
+    with jax.enable_x64(True):
+        lo_j, h_j = jnp.asarray(lo), jnp.asarray(spacing)
+        k_lo_j = jnp.asarray(k_lo)
+        delta_j = jnp.asarray(delta, jnp.float64)
+        state = start(stacked, plan, lo_j, h_j)
+        lost_steps, far_steps, eps_steps = [], [], []
+        for t0 in range(1, steps + 1, chunk):
+            state, rec = advance(stacked, plan, lo_j, h_j, k_lo_j, delta_j, state, jnp.int32(t0))
+            _check_records(mechs, rec, t0, lo, highs, tolerance)
+            lost = np.maximum(np.asarray(rec.lost_in), np.asarray(rec.lost_out))
+            lost_steps.append(lost)
+            far_steps.append(np.asarray(rec.far_y))
+            eps_steps.append(np.asarray(rec.epsilon))
+            _check_lost(
+                mechs, np.concatenate(lost_steps, 1), np.concatenate(far_steps, 1), lo, highs,
+                tolerance, 1,
+            )  # fmt: skip
+            bar.update(min(chunk, steps - t0 + 1))
+        eps = np.asarray(batch_epsilon(state.mass_in, state.mass_out, delta_j, 2 if plan.projected else 0))
+    grids = [lo[i] + spacing[i] * np.arange(plan.nodes) for i in range(len(mechs))]
+    if plan.projected:  # the two atoms sit at the ends
+        grids = [np.concatenate([g, [g[0], g[-1]]]) for g in grids]
+    per_step = np.concatenate(eps_steps, 1)[:, :steps] if every_step else None
+    return eps, state, grids, spacing, per_step, plan.nodes
+
+
+def _bracket(p, q, delta, slack, atoms):
+    """eps of the grid laws with delta moved by `slack` down and up (lost mass, rounding)."""
+    with jax.enable_x64(True):
+        p, q = jnp.asarray(p)[None], jnp.asarray(q)[None]
+        hi = math.inf if slack >= delta else float(batch_epsilon(p, q, delta - slack, atoms)[0])
+        up = delta + (math.exp(min(hi, 700.0)) if math.isfinite(hi) else 1.0) * slack
+        lo = 0.0 if up >= 1.0 else float(batch_epsilon(p, q, up, atoms)[0])
+    return lo, hi
+
+
+def last_iterate_epsilons(
+    mechanisms: Sequence[AbstractMechanism],
+    delta: float,
+    *,
+    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
+    refinements: int = 3,
+    support: tuple[float, float] | None = None,
+    every_step: bool = False,
+    lost_tolerance: float | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool | None = None,
+) -> list[ExactEpsilon]:
+    """`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
+    (one compilation per grid; the mechanisms vmapped). Same arguments; one result each."""
+    start_time = time.perf_counter()
+    mechs = list(mechanisms)
+    if not mechs:
+        raise ValueError("mechanisms must hold at least one mechanism, got none")
+    delta = check_delta("delta", delta)
+    cells_per_sd = check_positive("cells_per_sd", cells_per_sd)
+    if cells_per_sd < 2:
+        raise ValueError(f"cells_per_sd must be >= 2 (nodes per noise sd), got {cells_per_sd!r}")
+    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
+    tolerance = 0.01 * delta if lost_tolerance is None else float(lost_tolerance)
+    with jax.enable_x64(True):
+        stacked = _stack(mechs)
+    steps = mechs[0].steps
+    levels = [cells_per_sd * 2**k for k in range(refinements)]
+    if progress is None:
+        progress = steps * refinements >= 200
+    bar = tqdm(total=steps * refinements, desc="exact law", unit="step", disable=not progress,
+               leave=False)  # fmt: skip
+    runs = []
+    with bar:
+        for cells in levels:
+            bar.set_postfix_str(f"{cells:g} cells/sd")
+            runs.append(_run_level(
+                mechs, stacked, delta, cells, support, every_step, max_bytes, tolerance, bar
+            ))  # fmt: skip
+    results = []
+    elapsed = time.perf_counter() - start_time
+    for i in range(len(mechs)):
+        eps = [float(r[0][i]) for r in runs]
+        _, state, grids, spacing, per_step, nodes = runs[-1]
+        p = np.asarray(state.mass_in[i])
+        q = np.asarray(state.mass_out[i])
+        lost = (float(state.lost_in[i]), float(state.lost_out[i]))
+        mass_error = max(abs(1.0 - p.sum() - lost[0]), abs(1.0 - q.sum() - lost[1]))
+        atoms = 2 if mechs[0] is not None and p.size == nodes + 2 else 0
+        bracket = _bracket(p, q, delta, max(lost) + mass_error, atoms)
+        diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
+        order = math.nan
+        if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
+            order = math.log2(abs(diffs[-2] / diffs[-1]))
+        error = abs(diffs[-1]) if diffs else math.nan
+        error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
+        results.append(
+            ExactEpsilon(
+                epsilon=eps[-1], delta=delta, error=error, error_kind=ERROR_KIND,
+                epsilons=tuple(eps), spacings=tuple(float(r[3][i]) for r in runs),
+                cells_per_sd=tuple(levels), differences=diffs, observed_order=order,
+                lost_mass=lost, mass_error=float(mass_error), eps_bracket=bracket,
+                nodes=nodes, atoms=atoms, grid=grids[i], mass_in=p, mass_out=q,
+                epsilon_per_step=None if per_step is None else per_step[i],
+                seconds=elapsed,
+            )  # fmt: skip
+        )
+    return results
+
+
+def last_iterate_epsilon(
+    mechanism: AbstractMechanism,
+    delta: float,
+    *,
+    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
+    refinements: int = 3,
+    support: tuple[float, float] | None = None,
+    every_step: bool = False,
+    lost_tolerance: float | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    progress: bool | None = None,
+) -> ExactEpsilon:
+    r"""The exact $\varepsilon(\delta)$ of the last model of a scalar construction.
+
+    The mechanism's last model is a one-dimensional Markov chain (`advsim.AbstractScalarLaw`);
+    its law in both worlds is propagated step by step on a grid (`advsim.exact`'s module
+    docstring: drift as a mixture over the sampled counts, Gaussian noise by FFT, the
+    projection's atoms, lost mass counted), and $\varepsilon(\delta)$ is read off the two
+    laws exactly (hockey-stick divergence both ways). This is done on `refinements` grids,
+    each twice as fine as the last; the result is the finest grid's value with the
+    differences as its error estimate.
+
+    Args:
+        mechanism: an `AbstractScalarLaw` mechanism (scalar model, fields of (m, t)).
+        delta: $\delta \in (0, 1)$.
+        cells_per_sd: nodes per noise standard deviation (the smallest step's
+            $\eta_t\sigma C$) on the coarsest grid, >= 2.
+        refinements: how many grids (1-6), spacing halved each time.
+        support: (lo, hi), the interval the grid covers (unprojected runs); default: the
+            hull of the drift's images widened by 12 noise standard deviations.
+        every_step: also compute $\varepsilon(\delta)$ after every step (finest grid).
+        lost_tolerance: stop when more than this much mass of a world has left the grid or
+            a count window (default delta / 100).
+        max_bytes: refuse before any work a grid whose working set exceeds this.
+        progress: a tqdm bar over the steps (default: when steps x refinements >= 200).
+
+    Returns:
+        An `ExactEpsilon`: the epsilon, its error (a refinement estimate, never a bound),
+        the privacy profile and trade-off curve of the last model.
+
+    Raises:
+        TypeError: the mechanism lacks the capability (vector model, per-example data).
+        ValueError: a parameter out of range.
+        GridTooLargeError: the grid would exceed `max_bytes` (the message gives the size).
+        FloatingPointError: a field not finite where mass is, or mass leaving the grid,
+            with the step and the value.
+
+    Example:
+        >>> from advsim.mechanisms import LinearProcess
+        >>> from advsim.bounds import heuristic_epsilon
+        >>> mech = LinearProcess(steps=10, sampling_prob=0.1, noise_multiplier=1.0)
+        >>> exact = last_iterate_epsilon(mech, 1e-5)
+        >>> abs(exact.epsilon / heuristic_epsilon(1e-5, 10, 0.1, 1.0) - 1) < 1e-3
+        True
+    """
+    (result,) = last_iterate_epsilons(
+        [mechanism], delta, cells_per_sd=cells_per_sd, refinements=refinements,
+        support=support, every_step=every_step, lost_tolerance=lost_tolerance,
+        max_bytes=max_bytes, progress=progress,
+    )  # fmt: skip
+    return result

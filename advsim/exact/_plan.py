@@ -1,0 +1,287 @@
+"""Host-side planning of an exact propagation: capability checks, grid, windows, memory.
+
+Everything is decided before any propagation runs, from the mechanism's concrete values,
+so a construction the engine cannot carry is refused at once with the reason, and a grid
+that would not fit is refused with the size it would need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.fft
+import scipy.stats
+
+from advsim._mechanism import (
+    AbstractMechanism,
+    AbstractPerExampleData,
+    AbstractProjected,
+    AbstractScalarLaw,
+)
+from advsim.exact._propagate import GridPlan, _count_components, _fields
+
+__all__ = ["NOISE_SDS", "Layout", "check_scalar_law", "layout"]
+
+#: The grid and the padding reach this many noise standard deviations beyond the drift.
+NOISE_SDS = 12.0
+#: Each binomial count window leaves out at most this much mass on each side.
+WINDOW_TAIL = 1e-20
+#: At most this many components (count combinations) per step.
+MAX_COMPONENTS = 4096
+#: Points at which the drift is evaluated to bound the reach of the chain.
+REACH_POINTS = 257
+
+
+def check_scalar_law(mech) -> None:
+    """Raises a TypeError or ValueError naming what `mech` lacks for the exact engine."""
+    name = type(mech).__name__
+    if not isinstance(mech, AbstractMechanism):
+        raise TypeError(f"the exact engine needs an advsim mechanism, got {name}")
+    if not isinstance(mech, AbstractScalarLaw):
+        raise TypeError(
+            f"{name} lacks the capability advsim.AbstractScalarLaw (a scalar model whose "
+            "gradients are functions of the model value and the step): the exact engine "
+            "propagates only such one-dimensional chains"
+        )
+    if isinstance(mech, AbstractPerExampleData):
+        raise TypeError(
+            f"{name} has per-example data (AbstractPerExampleData): the exact engine needs "
+            "the data as groups of identical examples (data_gradients with data_counts)"
+        )
+    with jax.enable_x64(True):
+        model = eqx.filter_eval_shape(mech.init_model)
+        if model.shape != (1,):
+            raise ValueError(
+                f"{name}.init_model() has shape {model.shape}: the exact engine needs a "
+                "scalar model, shape (1,)"
+            )
+        m = jax.ShapeDtypeStruct((1,), jnp.float64)
+        t = jax.ShapeDtypeStruct((), jnp.int32)
+        counts = eqx.filter_eval_shape(mech.data_counts)
+        shapes = {
+            "canary_gradient": (eqx.filter_eval_shape(mech.canary_gradient, m, t).shape, (1,)),
+            "regularizer_gradient": (
+                eqx.filter_eval_shape(mech.regularizer_gradient, m, t).shape,
+                (1,),
+            ),
+            "data_gradients": (
+                eqx.filter_eval_shape(mech.data_gradients, m, t).shape,
+                (counts.shape[0], 1),
+            ),
+        }
+    for method, (found, expected) in shapes.items():
+        if found != expected:
+            raise ValueError(
+                f"{name}.{method} returns shape {found}, expected {expected} for a scalar model"
+            )
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One mechanism's grid at one resolution: origin, spacing, nodes, windows."""
+
+    lo: float
+    spacing: float
+    nodes: int
+    kernel_cells: int  # 12 noise standard deviations of the widest step, in cells
+    k_lo: tuple[int, ...]
+    windows: tuple[int, ...]
+    split: bool
+    projected: bool
+
+    @property
+    def hi(self) -> float:
+        return self.lo + (self.nodes - 1) * self.spacing
+
+
+def _host_values(mech):
+    """Concrete per-step values: step sizes, noise sds, canary presence probability."""
+    steps = mech.steps
+    ts = jnp.arange(1, steps + 1, dtype=jnp.int32)
+    etas = np.asarray(jax.jit(jax.vmap(mech.step_size))(ts), np.float64).reshape(steps)
+    sigma, c = float(mech.noise_multiplier), float(mech.clip_norm)
+    noise = etas * sigma * c
+    if not np.all(np.isfinite(noise) & (noise > 0)):
+        t = int(np.argmin(np.isfinite(noise) & (noise > 0))) + 1
+        raise ValueError(
+            f"{type(mech).__name__}: step {t} has noise sd eta_t sigma C = {noise[t - 1]!r}; "
+            "the exact engine needs every step's noise to be finite and > 0"
+        )
+    return etas, noise
+
+
+def _windows(mech) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Each group's count window: (first count, width)."""
+    counts = np.asarray(mech.data_counts()).reshape(-1)
+    if counts.size == 0:
+        return (), ()
+    if mech.batching != "poisson":
+        return tuple(int(n) for n in counts), (1,) * counts.size
+    q = float(mech.sampling_prob)
+    lows, widths = [], []
+    for n in counts.tolist():
+        n = int(n)
+        if n == 0 or q >= 1.0:
+            lows.append(n if q >= 1.0 else 0)
+            widths.append(1)
+            continue
+        lo = max(0, int(scipy.stats.binom.ppf(WINDOW_TAIL, n, q)) - 1)
+        hi = min(n, int(scipy.stats.binom.isf(WINDOW_TAIL, n, q)) + 1)
+        lows.append(lo)
+        widths.append(hi - lo + 1)
+    if math.prod(widths) > MAX_COMPONENTS:
+        raise ValueError(
+            f"{type(mech).__name__}: the data groups' count windows ({widths} counts, for "
+            f"data_counts {counts.tolist()} at sampling_prob {q:g}) give {math.prod(widths):,} "
+            f"components per step, above {MAX_COMPONENTS:,}; use fewer or smaller Poisson "
+            "groups"
+        )
+    return tuple(lows), tuple(widths)
+
+
+def _interval(mech, m0: float) -> tuple[float, float]:
+    """The projection's interval [a, b], read off `project` far out on both sides."""
+    with jax.enable_x64(True):
+        far = jnp.asarray([[m0 - 1e12], [m0 + 1e12]], jnp.float64)
+        a, b = (float(v[0]) for v in jax.vmap(mech.project)(far))
+    if not (math.isfinite(a) and math.isfinite(b) and a <= m0 <= b and a < b):
+        raise ValueError(
+            f"{type(mech).__name__}.project must map the line onto a bounded interval "
+            f"containing m_0 = {m0:g}; it maps -1e12, +1e12 to {a!r}, {b!r}"
+        )
+    return a, b
+
+
+def _reach(mech, m0, etas, noise, k_lo, windows, breakpoints):
+    """An interval holding every step's law up to 12 noise sds: the hull of the drift's
+    images of the previous hull, widened by the accumulated noise radius, which grows by
+    the drift map's largest slope off the breakpoints (1 for clipped constant fields)."""
+    plan = GridPlan(1, 2, 0, windows, False, False, mech.steps, 1, False)
+    k_lo_arr = jnp.asarray(k_lo, jnp.int64) if k_lo else jnp.zeros((0,), jnp.int64)
+    counts, _ = _count_components(mech, plan, k_lo_arr, jnp.float64)
+    # The drift is linear in the counts: its extremes are at the windows' corners.
+    if counts.shape[1] > 0:
+        low = counts.min(axis=0)
+        high = counts.max(axis=0)
+        corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(low, high, strict=True)]))
+        counts = jnp.asarray(corners.reshape(counts.shape[1], -1).T)
+
+    @jax.jit
+    def images(xs, t):
+        canary, data, reg = _fields(mech, xs, t)
+        base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None], axis=-1)
+        with_canary = jnp.where(mech.canary_schedule.mask(t), canary, 0.0)
+        drifts = jnp.concatenate([base, base + with_canary[:, None]], axis=1)
+        eta = jnp.asarray(mech.step_size(t), jnp.float64)
+        return xs[:, None] - eta * drifts
+
+    bps = np.asarray(breakpoints, np.float64).reshape(-1)
+    a = b = float(m0)
+    radius = 0.0
+    lo_all = hi_all = float(m0)
+    for t in range(1, mech.steps + 1):
+        width = NOISE_SDS * radius
+        xs = np.linspace(a - width, b + width, REACH_POINTS)
+        ys = np.asarray(images(jnp.asarray(xs), jnp.int32(t)))
+        if not np.all(np.isfinite(ys)):
+            bad = xs[np.argmax(~np.all(np.isfinite(ys), axis=1))]
+            raise ValueError(
+                f"{type(mech).__name__}: at step {t} a field or the step size is not finite "
+                f"at m = {bad:.6g}"
+            )
+        inside = (xs >= a) & (xs <= b)
+        inside[np.argmin(np.abs(xs - a))] = inside[np.argmin(np.abs(xs - b))] = True
+        slope = 0.0
+        if radius > 0:
+            dx = np.diff(xs)
+            dy = np.abs(np.diff(ys, axis=0)) / dx[:, None]
+            crosses = np.zeros(dx.shape, bool)
+            for bp in bps:
+                crosses |= (xs[:-1] <= bp) & (xs[1:] >= bp)
+            slope = float(np.max(dy[~crosses], initial=0.0))
+        a, b = float(ys[inside].min()), float(ys[inside].max())
+        radius = math.sqrt((slope * radius) ** 2 + noise[t - 1] ** 2)
+        if not math.isfinite(radius) or radius > 1e15:
+            raise ValueError(
+                f"{type(mech).__name__}: the drift map expands by a factor {slope:.3g} at step "
+                f"{t}; its law spreads without bound. Declare the fields' jumps with "
+                "field_breakpoints, or pass support=(lo, hi)"
+            )
+        lo_all = min(lo_all, a - NOISE_SDS * radius)
+        hi_all = max(hi_all, b + NOISE_SDS * radius)
+    return lo_all, hi_all
+
+
+def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None) -> Layout:
+    """The grid of one mechanism: spacing = the smallest step noise sd / `cells_per_sd`."""
+    check_scalar_law(mech)
+    with jax.enable_x64(True):
+        m0 = float(np.asarray(mech.init_model(), np.float64).reshape(()))
+        etas, noise = _host_values(mech)
+        k_lo, windows = _windows(mech)
+        bps = np.asarray(mech.field_breakpoints(), np.float64).reshape(-1)
+        if not np.all(np.isfinite(bps)):
+            raise ValueError(f"{type(mech).__name__}.field_breakpoints() must be finite")
+        spacing = float(noise.min()) / cells_per_sd
+        projected = isinstance(mech, AbstractProjected)
+        if projected:
+            a, b = _interval(mech, m0)
+            nodes = int(math.ceil((b - a) / spacing)) + 1
+            spacing = (b - a) / (nodes - 1)
+            lo = a
+        else:
+            if support is None:
+                lo, hi = _reach(mech, m0, etas, noise, k_lo, windows, bps)
+            else:
+                lo, hi = (float(v) for v in support)
+                if not (math.isfinite(lo) and math.isfinite(hi) and lo <= m0 <= hi):
+                    raise ValueError(
+                        f"support must be finite (lo, hi) with lo <= m_0 = {m0:g} <= hi, got "
+                        f"{support!r}"
+                    )
+            # m_0 on a node, a few cells of margin.
+            below = int(math.ceil((m0 - lo) / spacing)) + 2
+            above = int(math.ceil((hi - m0) / spacing)) + 2
+            lo = m0 - below * spacing
+            nodes = below + above + 1
+    kernel = int(math.ceil(NOISE_SDS * float(noise.max()) / spacing)) + 1
+    return Layout(lo, spacing, nodes, kernel, k_lo, windows, bps.size > 0, projected)
+
+
+def combine(layouts: list[Layout], steps: int, chunk: int, every_step: bool):
+    """One static plan for a batch of layouts, and each one's (lo, spacing, k_lo), widened
+    to the batch's node count (a projected grid gets finer, another one longer)."""
+    nodes = max(lay.nodes for lay in layouts)
+    kernel = max(int(math.ceil(lay.kernel_cells * (nodes - 1) / (lay.nodes - 1)))
+                 if lay.projected else lay.kernel_cells for lay in layouts)  # fmt: skip
+    reach = kernel
+    size = scipy.fft.next_fast_len(nodes + 2 * (reach + kernel + 2), real=True)
+    size += size % 2
+    widths = [lay.windows for lay in layouts]
+    windows = tuple(max(w) for w in zip(*widths, strict=True)) if widths[0] else ()
+    plan = GridPlan(
+        nodes, size, reach, windows, layouts[0].split, layouts[0].projected, steps, chunk,
+        every_step,
+    )  # fmt: skip
+    lo, spacing = [], []
+    for lay in layouts:
+        if lay.projected:
+            lo.append(lay.lo)
+            spacing.append((lay.hi - lay.lo) / (nodes - 1))
+        else:
+            lo.append(lay.lo)
+            spacing.append(lay.spacing)
+    k_lo = np.array([lay.k_lo for lay in layouts], np.int64).reshape(len(layouts), -1)
+    return plan, np.asarray(lo), np.asarray(spacing), k_lo
+
+
+def plan_bytes(plan: GridPlan, batch: int) -> int:
+    """The largest working set of one step, in bytes (deposit arrays and FFT buffers)."""
+    parts = plan.nodes * (2 if plan.split else 1)
+    components = 2 * math.prod(plan.windows)
+    return batch * (parts * components * 8 * 8 + plan.fft_size * 8 * 8)

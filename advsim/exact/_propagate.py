@@ -1,0 +1,300 @@
+r"""One step of the exact law of a scalar DP-SGD run, on a grid, in JAX (float64).
+
+The model $m_t$ of an `advsim.AbstractScalarLaw` mechanism is a Markov chain:
+
+$$m_t = \Pi\Big(m_{t-1} - \eta_t\big(\textstyle\sum_j n_{j,t}\,\bar g_j(m_{t-1}, t)
+    + b_t\,\bar g_c(m_{t-1}, t) + r'(m_{t-1}) + \sigma C \xi_t\big)\Big),$$
+
+$\bar g = \mathrm{clip}_C(g)$ (in 1-D, clamping to $[-C, C]$), $n_{j,t}$ the sampled count of
+group $j$ ($\mathrm{Binomial}(\mathrm{count}_j, q)$, or $\mathrm{count}_j$ for a fixed
+batch), $b_t$ the canary's presence, $\xi_t \sim \mathcal{N}(0, 1)$, $\Pi$ the projection
+onto an interval (or the identity). Its law is carried as masses $p_i$ on the nodes
+$x_i = \mathrm{lo} + i h$, $i < N$ (a lattice: the masses are a quadrature of the density).
+One step:
+
+1. **Drift.** Every node's mass moves to $y = x - \eta_t D_c(x)$ for each component $c$ of
+   the mixture over the counts (a window of each binomial; the mass outside the window is
+   counted as lost) and the canary's presence (probability $q$ or 1 at its steps, in the
+   in-world only), with weight $\Pr(c)$. A node whose cell $[x - h/2, x + h/2]$ holds a
+   declared breakpoint of a field (`field_breakpoints`) is split into its two sides, each
+   moved from its centroid with its own side's field. The moved mass is shared between
+   the two nodes around $y$ in proportion to the distance (linear interpolation: it keeps
+   the mass and the mean, and adds at most $h^2/4$ of variance).
+2. **Noise.** The masses are convolved with the Gaussian $\mathcal{N}(0, s_t^2)$,
+   $s_t = \eta_t\sigma C$, sampled at the nodes ($h\,\varphi_{s_t}(kh)$): a circular FFT
+   convolution over $M \ge N + 4K$ points ($K$ = 12 standard deviations in cells) whose
+   kernel is known in closed form in frequency (Poisson summation:
+   $\hat k(\nu) = \sum_{l} e^{-2\pi^2 (s_t/h)^2 (\nu + l)^2}$, $l \in \{-1, 0, 1\}$).
+3. **Ends.** The mass that lands beyond the grid is, for a projected run, added to the
+   end node (the projection's atom); otherwise it is counted as lost, never dropped
+   unseen. Mass moved by the drift beyond the padding is likewise an atom or lost.
+
+Everything is pure and jittable; `advance` runs a chunk of steps (a `lax.scan`), vmapped
+over a batch of mechanisms that share one static `GridPlan` and differ in traced values
+(their own grid origin and spacing, their parameters).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import gammaln, xlog1py, xlogy
+from jaxtyping import Array, Float
+
+from advsim._dpsgd import clip_gradients
+from advsim._mechanism import AbstractMechanism
+from advsim.exact._divergence import grid_epsilon
+
+__all__ = ["GridPlan", "GridState", "advance", "initial_state"]
+
+
+class GridPlan(NamedTuple):
+    """The static shape of a propagation (shared by a batch; hashable for jit)."""
+
+    nodes: int  # N, the grid's nodes
+    fft_size: int  # M >= N + 2 * (reach + kernel half-width)
+    reach: int  # deposits farther than this many cells beyond an end are far
+    windows: tuple[int, ...]  # the count window's width of each data group
+    split: bool  # whether cells holding a breakpoint are split
+    projected: bool  # whether the run projects onto [lo, lo + (N - 1) h]
+    steps: int  # T
+    chunk: int  # steps per `advance` call
+    every_step: bool  # record eps(delta) of every step
+
+
+class GridState(NamedTuple):
+    """The two worlds' masses and the mass each has lost so far."""
+
+    mass_in: Float[Array, " n"]
+    mass_out: Float[Array, " n"]
+    lost_in: Float[Array, ""]
+    lost_out: Float[Array, ""]
+
+
+class StepRecord(NamedTuple):
+    """What one step reports (arrays over the chunk's steps)."""
+
+    lost_in: Float[Array, ""]  # mass lost in this step
+    lost_out: Float[Array, ""]
+    bad_x: Float[Array, ""]  # a node whose move is not finite (nan if none)
+    far_y: Float[Array, ""]  # where the drift sent mass beyond the grid (nan if nowhere)
+    epsilon: Float[Array, ""]  # eps(delta) after this step (nan unless every_step)
+
+
+def _particles(mech, x, h, plan: GridPlan):
+    """Positions (N', S) and mass fractions (N', S) of each node's parts (N' = N, or N + 2
+    with the projection's two atoms, which are never split)."""
+    pos, frac = _node_parts(mech, x, h, plan)
+    if plan.projected:
+        ends = jnp.stack([x[0], x[-1]])
+        extra = jnp.zeros((2, pos.shape[1] - 1), x.dtype)
+        pos = jnp.concatenate([pos, jnp.concatenate([ends[:, None], extra + ends[:, None]], 1)])
+        frac = jnp.concatenate([frac, jnp.concatenate([jnp.ones((2, 1), x.dtype), extra], 1)])
+    return pos, frac
+
+
+def _node_parts(mech, x, h, plan: GridPlan):
+    if not plan.split:
+        return x[:, None], jnp.ones_like(x)[:, None]
+    bps = jnp.asarray(mech.field_breakpoints(), x.dtype)
+    left, right = x - h / 2, x + h / 2
+    inside = (bps[None, :] > left[:, None]) & (bps[None, :] < right[:, None])
+    cut = jnp.min(jnp.where(inside, bps[None, :], right[:, None]), axis=1)
+    frac = (cut - left) / h
+    pos = jnp.stack([(left + cut) / 2, (cut + right) / 2], axis=1)
+    return pos, jnp.stack([frac, 1.0 - frac], axis=1)
+
+
+def _fields(mech: AbstractMechanism, pos, t):
+    """Clipped canary and data fields and the regularizer's gradient at every position."""
+    c = jnp.asarray(mech.clip_norm, pos.dtype)
+    m = pos[:, None]
+    canary = jax.vmap(lambda mi: mech.canary_gradient(mi, t))(m)
+    data = jax.vmap(lambda mi: mech.data_gradients(mi, t))(m)
+    reg = jax.vmap(lambda mi: mech.regularizer_gradient(mi, t))(m)
+    canary = clip_gradients(canary.astype(pos.dtype), c)[:, 0]
+    data = clip_gradients(data.astype(pos.dtype), c)[..., 0]
+    return canary, data, reg.astype(pos.dtype)[:, 0]
+
+
+def _count_components(mech: AbstractMechanism, plan: GridPlan, k_lo, dtype):
+    """Every combination of the groups' sampled counts in their windows, with its
+    probability: `(counts (C, G), probs (C,))`; probs sum to 1 minus the dropped tails."""
+    counts = jnp.asarray(mech.data_counts()).astype(dtype)
+    if not plan.windows:
+        return jnp.zeros((1, 0), dtype), jnp.ones((1,), dtype)
+    if mech.batching != "poisson":
+        return counts[None, :], jnp.ones((1,), dtype)
+    q = jnp.asarray(mech.sampling_prob, dtype)
+    ks, pmfs = [], []
+    for j, width in enumerate(plan.windows):
+        n = counts[j]
+        k = k_lo[j].astype(dtype) + jnp.arange(width, dtype=dtype)
+        valid = (k >= 0) & (k <= n)
+        k_safe = jnp.clip(k, 0.0, n)
+        logpmf = (
+            gammaln(n + 1.0) - gammaln(k_safe + 1.0) - gammaln(n - k_safe + 1.0)
+            + xlogy(k_safe, q) + xlog1py(n - k_safe, -q)
+        )  # fmt: skip
+        ks.append(k)
+        pmfs.append(jnp.where(valid, jnp.exp(logpmf), 0.0))
+    grids = jnp.meshgrid(*ks, indexing="ij")
+    prob_grids = jnp.meshgrid(*pmfs, indexing="ij")
+    combos = jnp.stack([g.reshape(-1) for g in grids], axis=1)
+    probs = math.prod(prob_grids).reshape(-1) if len(prob_grids) > 1 else prob_grids[0]
+    return combos, probs
+
+
+def _deposit(y, w, lo, h, plan: GridPlan):
+    """Linear-interpolation deposit of masses `w` at positions `y` into the (M,) circular
+    array (negative cells wrap to its end). Returns (array, far mass, a far position)."""
+    n, size, reach = plan.nodes, plan.fft_size, plan.reach
+    u = (y - lo) / h
+    far = (u < -reach) | (u > n - 1 + reach)
+    far_w = jnp.where(far, jnp.maximum(w, 0.0), 0.0)
+    far_at = jnp.argmax(jnp.where(far & (w > 0), jnp.abs(u - (n - 1) / 2), -1.0))
+    far_y = jnp.where(jnp.any(far & (w > 0)), y[far_at], jnp.nan)
+    if not plan.projected:
+        w = w - far_w  # lost, counted by the caller
+    u = jnp.clip(u, -reach, n - 1 + reach)
+    j = jnp.floor(u)
+    f = u - j
+    j = j.astype(jnp.int32)
+    out = jnp.zeros((size,), y.dtype)
+    out = out.at[j % size].add(w * (1.0 - f)).at[(j + 1) % size].add(w * f)
+    return out, (0.0 if plan.projected else jnp.sum(far_w)), far_y
+
+
+def _fold(ext, plan: GridPlan):
+    """The grid's masses from the (M,) array. Unprojected: the spill beyond the ends is
+    returned as lost. Projected onto [a, b]: the masses are the N nodes followed by the two
+    atoms at a and b; an atom takes the spill beyond its end and the outer half of the end
+    node's cell, so the end nodes keep the trapezoid weight h/2 of the density."""
+    n, size = plan.nodes, plan.fft_size
+    half = n + (size - n) // 2
+    right, left = jnp.sum(ext[n:half]), jnp.sum(ext[half:])
+    core = jnp.maximum(ext[:n], 0.0)
+    if plan.projected:
+        atoms = jnp.stack([left + 0.5 * core[0], right + 0.5 * core[n - 1]])
+        core = core.at[0].multiply(0.5).at[n - 1].multiply(0.5)
+        return jnp.concatenate([core, jnp.maximum(atoms, 0.0)]), 0.0
+    return core, jnp.maximum(left + right, 0.0)
+
+
+def _diffuse(ext, ratio, plan: GridPlan):
+    """Circular convolution with the node-sampled N(0, (ratio h)^2) (closed-form kernel)."""
+    size = plan.fft_size
+    nu = jnp.arange(size // 2 + 1, dtype=ext.dtype) / size
+    c = 2.0 * math.pi**2 * ratio**2
+    khat = jnp.exp(-c * nu**2) + jnp.exp(-c * (1.0 - nu) ** 2) + jnp.exp(-c * (1.0 + nu) ** 2)
+    return jnp.fft.irfft(jnp.fft.rfft(ext) * khat, n=size)
+
+
+def initial_state(mech: AbstractMechanism, lo, h, plan: GridPlan) -> GridState:
+    """Both worlds start at the point mass m_0 = `init_model()` (deposited on the grid)."""
+    m0 = jnp.asarray(mech.init_model(), jnp.float64).reshape(())
+    ext, far, _ = _deposit(m0[None], jnp.ones((1,), jnp.float64), lo, h, plan)
+    mass, spill = _fold(ext, plan)
+    lost = jnp.asarray(far + spill, jnp.float64)
+    return GridState(mass, mass, lost, lost)
+
+
+def _world(mass, pos, frac, drifts, probs, eta, ratio, lo, h, plan):
+    """One world's step: drift every part by every component, deposit, diffuse, fold."""
+    moved = pos.reshape(-1)[:, None] - eta * drifts  # (N S, C)
+    w = (mass[:, None] * frac).reshape(-1)[:, None] * probs[None, :]
+    bad = ~jnp.isfinite(moved) & (w > 0)
+    first_bad = jnp.argmax(jnp.any(bad, axis=1))
+    bad_x = jnp.where(jnp.any(bad), pos.reshape(-1)[first_bad], jnp.nan)
+    ok = jnp.isfinite(moved)
+    ext, far, far_y = _deposit(
+        jnp.where(ok, moved, lo).reshape(-1), jnp.where(ok, w, 0.0).reshape(-1), lo, h, plan
+    )
+    new, spill = _fold(_diffuse(ext, ratio, plan), plan)
+    return new, far + spill, bad_x, far_y
+
+
+def _step(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t):
+    dtype = jnp.float64
+    x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
+    pos, frac = _particles(mech, x, h, plan)
+    canary, data, reg = _fields(mech, pos.reshape(-1), t)
+    counts, probs = _count_components(mech, plan, k_lo, dtype)
+    dropped = jnp.maximum(1.0 - jnp.sum(probs), 0.0)
+    base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None, :, :], axis=-1)  # (NS, C)
+    eta = jnp.asarray(mech.step_size(t), dtype)
+    ratio = eta * jnp.asarray(mech.noise_multiplier, dtype) * jnp.asarray(mech.clip_norm, dtype)
+    ratio = ratio / h
+    schedule = mech.canary_schedule
+    present = jnp.asarray(schedule.mask(t), dtype)
+    if schedule.sampled and mech.batching == "poisson":
+        present = present * jnp.asarray(mech.sampling_prob, dtype)
+    drifts_in = jnp.concatenate([base, base + canary[:, None]], axis=1)
+    probs_in = jnp.concatenate([probs * (1.0 - present), probs * present])
+    new_in, lost_in, bad_in, far_in = _world(
+        state.mass_in, pos, frac, drifts_in, probs_in, eta, ratio, lo, h, plan
+    )
+    new_out, lost_out, bad_out, far_out = _world(
+        state.mass_out, pos, frac, base, probs, eta, ratio, lo, h, plan
+    )
+    lost_in = lost_in + dropped * jnp.sum(state.mass_in)
+    lost_out = lost_out + dropped * jnp.sum(state.mass_out)
+    new = GridState(new_in, new_out, state.lost_in + lost_in, state.lost_out + lost_out)
+    atoms = 2 if plan.projected else 0
+    eps = grid_epsilon(new_in, new_out, delta, atoms=atoms) if plan.every_step else jnp.nan
+    record = StepRecord(
+        lost_in, lost_out, jnp.where(jnp.isnan(bad_in), bad_out, bad_in),
+        jnp.where(jnp.isnan(far_in), far_out, far_in), jnp.asarray(eps, dtype),
+    )  # fmt: skip
+    return new, record
+
+
+def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t0):
+    def body(st, t):
+        new, rec = _step(mech, plan, lo, h, k_lo, delta, st, t)
+        active = t <= plan.steps
+        new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, st)
+        nan = jnp.asarray(jnp.nan, jnp.float64)
+        rec = StepRecord(
+            jnp.where(active, rec.lost_in, 0.0), jnp.where(active, rec.lost_out, 0.0),
+            jnp.where(active, rec.bad_x, nan), jnp.where(active, rec.far_y, nan),
+            jnp.where(active, rec.epsilon, nan),
+        )  # fmt: skip
+        return new, rec
+
+    ts = t0 + jnp.arange(plan.chunk, dtype=jnp.int32)
+    return jax.lax.scan(body, state, ts)
+
+
+@eqx.filter_jit
+def advance(mechs, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t0):
+    """`plan.chunk` steps from step `t0` (1-indexed; steps past T change nothing) for a
+    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `k_lo`, `state`)."""
+    arrays, static = eqx.partition(mechs, eqx.is_array)
+
+    def one(arr, lo_, h_, k_lo_, st):
+        mech = eqx.combine(arr, static)
+        return _advance_one(mech, plan, lo_, h_, k_lo_, delta, st, t0)
+
+    return jax.vmap(one)(arrays, lo, h, k_lo, state)
+
+
+@eqx.filter_jit
+def start(mechs, plan: GridPlan, lo, h):
+    """The batch's initial states (`initial_state` of each)."""
+    arrays, static = eqx.partition(mechs, eqx.is_array)
+
+    def one(arr, lo_, h_):
+        return initial_state(eqx.combine(arr, static), lo_, h_, plan)
+
+    return jax.vmap(one)(arrays, lo, h)
+
+
+@eqx.filter_jit
+def batch_epsilon(mass_in, mass_out, delta, atoms: int = 0):
+    """`grid_epsilon` of each row of a batch of laws (`atoms` end atoms after the nodes)."""
+    return jax.vmap(lambda p, q: grid_epsilon(p, q, delta, atoms=atoms))(mass_in, mass_out)
