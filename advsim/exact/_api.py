@@ -22,15 +22,16 @@ from tqdm.auto import tqdm
 
 from advsim._mechanism import AbstractMechanism
 from advsim._validation import check_delta, check_int, check_positive
-from advsim.exact._divergence import discrete_tradeoff, grid_delta
+from advsim.exact._divergence import discrete_tradeoff, grid_delta, grid_epsilon_host
 from advsim.exact._plan import combine, layout, plan_bytes
-from advsim.exact._propagate import _fields, advance, batch_epsilon, start
+from advsim.exact._propagate import GridState, _fields, advance
 
 __all__ = [
     "DEFAULT_CELLS_PER_SD",
     "ERROR_KIND",
     "ExactEpsilon",
     "GridTooLargeError",
+    "LostMassError",
     "last_iterate_epsilon",
     "last_iterate_epsilons",
 ]
@@ -40,12 +41,25 @@ __all__ = [
 DEFAULT_CELLS_PER_SD = 6.0
 #: What the `error` of a grid result is: the change between the two finest grids.
 ERROR_KIND = "refinement estimate"
+#: The finer grids cover the nodes where the coarsest grid held more than this times
+#: delta at some step (plus a margin); what the cut leaves out is counted as lost mass.
+SUPPORT_LEVEL = 1e-10
+#: How many times the coarsest grid's automatic interval is widened (x3) when mass leaves.
+WIDENINGS = 2
 #: Default cap on one propagation's working set.
 DEFAULT_MAX_BYTES = 8 * 2**30
 
 
 class GridTooLargeError(ValueError):
     """The grid an exact propagation needs would not fit in the memory allowed."""
+
+
+class LostMassError(FloatingPointError):
+    """More mass left the grid (or a count window) than the tolerance allows."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +143,10 @@ class ExactEpsilon:
         }
 
 
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
 def _stack(mechanisms: Sequence[AbstractMechanism]):
     parts = [eqx.partition(m, eqx.is_array) for m in mechanisms]
     static = parts[0][1]
@@ -184,26 +202,27 @@ def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float
             k = int(over[0])
             far = far_steps[i][np.isfinite(far_steps[i])]
             where = f"; the drift sent mass to m = {far[0]:.6g}" if far.size else ""
-            raise FloatingPointError(
+            raise LostMassError(
                 f"{type(mechs[i]).__name__} (batch item {i}): by step {t0 + k}, mass "
                 f"{cumulative[k]:.3g} left the grid [{lows[i]:.6g}, {highs[i]:.6g}] or a "
                 f"count window, above lost_tolerance = {lost_tolerance:.3g}{where}. Pass a "
-                "wider support=(lo, hi) or declare the fields' jumps with field_breakpoints"
+                "wider support=(lo, hi) if the law is bounded, or raise lost_tolerance",
+                i,
             )
 
 
-def _run_level(mechs, stacked, delta, cells, support, every_step, max_bytes, tolerance, bar):
+def _run_level(mechs, stacked, delta, cells, supports, every_step, max_bytes, tolerance, bar):
     steps = mechs[0].steps
     chunk = math.ceil(steps / math.ceil(steps / 100))
-    layouts = [layout(m, cells, support) for m in mechs]
+    layouts = [layout(m, cells, sup) for m, sup in zip(mechs, supports, strict=True)]
     plan, lo, spacing, k_lo = combine(layouts, steps, chunk, every_step)
     needed = plan_bytes(plan, len(mechs))
     if needed > max_bytes:
         raise GridTooLargeError(
             f"the exact propagation needs a grid of {plan.nodes:,} nodes x "
-            f"{2 * math.prod(plan.windows):,} components ({needed / 2**30:.2f} GiB for "
+            f"{2 * math.prod(plan.windows):,} components ({_size(needed)} for "
             f"{len(mechs)} mechanism(s) at cells_per_sd = {cells:g}), above max_bytes = "
-            f"{max_bytes / 2**30:.2f} GiB; lower cells_per_sd or refinements, pass a "
+            f"{_size(max_bytes)}; lower cells_per_sd or refinements, pass a "
             "narrower support=(lo, hi), or raise max_bytes"
         )
     highs = lo + (plan.nodes - 1) * spacing
@@ -211,10 +230,17 @@ def _run_level(mechs, stacked, delta, cells, support, every_step, max_bytes, tol
         lo_j, h_j = jnp.asarray(lo), jnp.asarray(spacing)
         k_lo_j = jnp.asarray(k_lo)
         delta_j = jnp.asarray(delta, jnp.float64)
-        state = start(stacked, plan, lo_j, h_j)
+        level_j = jnp.asarray(SUPPORT_LEVEL * delta, jnp.float64)
+        state = _initial_state(mechs, plan, lo, spacing)
         lost_steps, far_steps, eps_steps = [], [], []
+        first = np.full(len(mechs), plan.nodes)
+        last = np.full(len(mechs), -1)
         for t0 in range(1, steps + 1, chunk):
-            state, rec = advance(stacked, plan, lo_j, h_j, k_lo_j, delta_j, state, jnp.int32(t0))
+            state, rec = advance(
+                stacked, plan, lo_j, h_j, k_lo_j, delta_j, level_j, state, jnp.int32(t0)
+            )
+            first = np.minimum(first, np.asarray(rec.first).min(axis=1))
+            last = np.maximum(last, np.asarray(rec.last).max(axis=1))
             _check_records(mechs, rec, t0, lo, highs, tolerance)
             lost = np.maximum(np.asarray(rec.lost_in), np.asarray(rec.lost_out))
             lost_steps.append(lost)
@@ -225,21 +251,63 @@ def _run_level(mechs, stacked, delta, cells, support, every_step, max_bytes, tol
                 tolerance, 1,
             )  # fmt: skip
             bar.update(min(chunk, steps - t0 + 1))
-        eps = np.asarray(batch_epsilon(state.mass_in, state.mass_out, delta_j, 2 if plan.projected else 0))
+    atoms = 2 if plan.projected else 0
+    eps = np.array([
+        grid_epsilon_host(state.mass_in[i], state.mass_out[i], delta, atoms=atoms)
+        for i in range(len(mechs))
+    ])  # fmt: skip
     grids = [lo[i] + spacing[i] * np.arange(plan.nodes) for i in range(len(mechs))]
     if plan.projected:  # the two atoms sit at the ends
         grids = [np.concatenate([g, [g[0], g[-1]]]) for g in grids]
     per_step = np.concatenate(eps_steps, 1)[:, :steps] if every_step else None
-    return eps, state, grids, spacing, per_step, plan.nodes
+    # Where every step's law holds more than SUPPORT_LEVEL * delta per node: the finer
+    # grids need cover no more (plus a margin of two of the widest step's noise sds).
+    widest = [lay.widest for lay in layouts]
+    found = [None if last[i] < first[i] or layouts[i].projected else
+             (lo[i] + spacing[i] * first[i] - 2 * widest[i] - 4 * spacing[i],
+              lo[i] + spacing[i] * last[i] + 2 * widest[i] + 4 * spacing[i])
+             for i in range(len(mechs))]  # fmt: skip
+    return eps, state, grids, spacing, per_step, plan.nodes, found
+
+
+def _widened(mechs, cells, supports):
+    """Each grid interval three times as wide, around the same centre."""
+    out = []
+    for mech, sup in zip(mechs, supports, strict=True):
+        lay = layout(mech, cells, sup)
+        centre, half = (lay.lo + lay.hi) / 2, (lay.hi - lay.lo) / 2
+        out.append((centre - 3 * half, centre + 3 * half))
+    return out
+
+
+def _initial_state(mechs, plan, lo, spacing) -> GridState:
+    """Both worlds' masses at step 0: m_0 shared between its two nodes (an end node of a
+    projected grid keeps half, its atom the other half, as every step leaves them)."""
+    width = plan.nodes + (2 if plan.projected else 0)
+    masses = np.zeros((len(mechs), width))
+    for i, mech in enumerate(mechs):
+        with jax.enable_x64(True):
+            m0 = float(np.asarray(mech.init_model(), np.float64).reshape(()))
+        u = (m0 - lo[i]) / spacing[i]
+        j = min(max(int(math.floor(u)), 0), plan.nodes - 1)
+        f = min(max(u - j, 0.0), 1.0)
+        masses[i, j] += 1.0 - f
+        if f > 0:
+            masses[i, j + 1] += f
+        if plan.projected:
+            for end, atom in ((0, plan.nodes), (plan.nodes - 1, plan.nodes + 1)):
+                masses[i, atom] += 0.5 * masses[i, end]
+                masses[i, end] *= 0.5
+    with jax.enable_x64(True):
+        zero = jnp.zeros((len(mechs),), jnp.float64)
+        return GridState(jnp.asarray(masses), jnp.asarray(masses), zero, zero)
 
 
 def _bracket(p, q, delta, slack, atoms):
     """eps of the grid laws with delta moved by `slack` down and up (lost mass, rounding)."""
-    with jax.enable_x64(True):
-        p, q = jnp.asarray(p)[None], jnp.asarray(q)[None]
-        hi = math.inf if slack >= delta else float(batch_epsilon(p, q, delta - slack, atoms)[0])
-        up = delta + (math.exp(min(hi, 700.0)) if math.isfinite(hi) else 1.0) * slack
-        lo = 0.0 if up >= 1.0 else float(batch_epsilon(p, q, up, atoms)[0])
+    hi = math.inf if slack >= delta else grid_epsilon_host(p, q, delta - slack, atoms=atoms)
+    up = delta + (math.exp(min(hi, 700.0)) if math.isfinite(hi) else 1.0) * slack
+    lo = 0.0 if up >= 1.0 else grid_epsilon_host(p, q, up, atoms=atoms)
     return lo, hi
 
 
@@ -276,17 +344,32 @@ def last_iterate_epsilons(
     bar = tqdm(total=steps * refinements, desc="exact law", unit="step", disable=not progress,
                leave=False)  # fmt: skip
     runs = []
+    supports = [support] * len(mechs)
     with bar:
-        for cells in levels:
+        for k, cells in enumerate(levels):
             bar.set_postfix_str(f"{cells:g} cells/sd")
-            runs.append(_run_level(
-                mechs, stacked, delta, cells, support, every_step, max_bytes, tolerance, bar
-            ))  # fmt: skip
+            for widening in range(WIDENINGS + 1):
+                try:
+                    runs.append(_run_level(
+                        mechs, stacked, delta, cells, supports, every_step, max_bytes,
+                        tolerance, bar,
+                    ))  # fmt: skip
+                    break
+                except LostMassError as err:
+                    # The first interval assumed a non-expanding drift; widen it (coarsest
+                    # grid only, automatic support only) before giving up.
+                    if k > 0 or support is not None or widening == WIDENINGS:
+                        raise
+                    supports = _widened(mechs, cells, supports)
+                    bar.reset(total=steps * refinements)
+            if k == 0 and support is None:
+                # The coarsest grid found where the mass is; the finer ones cover only that.
+                supports = [found if found is not None else None for found in runs[0][-1]]
     results = []
     elapsed = time.perf_counter() - start_time
     for i in range(len(mechs)):
         eps = [float(r[0][i]) for r in runs]
-        _, state, grids, spacing, per_step, nodes = runs[-1]
+        _, state, grids, spacing, per_step, nodes, _ = runs[-1]
         p = np.asarray(state.mass_in[i])
         q = np.asarray(state.mass_out[i])
         lost = (float(state.lost_in[i]), float(state.lost_out[i]))

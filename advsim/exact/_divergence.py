@@ -31,6 +31,7 @@ __all__ = [
     "discrete_tradeoff",
     "grid_delta",
     "grid_epsilon",
+    "grid_epsilon_host",
 ]
 
 #: Bisection for `grid_epsilon`: epsilon in [0, EPS_MAX], halved this many times.
@@ -188,3 +189,22 @@ def grid_epsilon(
     zero = jnp.zeros((), p.dtype)
     lo, hi = jax.lax.fori_loop(0, BISECTIONS, body, (zero, zero + EPS_MAX))
     return jnp.where(~excess(zero), 0.0, jnp.where(excess(zero + EPS_MAX), jnp.inf, hi))
+
+
+def grid_epsilon_host(p, q, delta: float, *, atoms: int = 0) -> float:
+    """`grid_epsilon` on the host (numpy, float64): the same quadrature and bisection,
+    without a compilation."""
+    p = np.maximum(np.asarray(p, np.float64), 0.0)
+    q = np.maximum(np.asarray(q, np.float64), 0.0)
+    if grid_delta(p, q, 0.0, atoms=atoms) <= delta:
+        return 0.0
+    if grid_delta(p, q, EPS_MAX, atoms=atoms) > delta:
+        return float("inf")
+    lo, hi = 0.0, EPS_MAX
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if grid_delta(p, q, mid, atoms=atoms) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi

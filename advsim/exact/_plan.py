@@ -88,7 +88,7 @@ class Layout:
     lo: float
     spacing: float
     nodes: int
-    kernel_cells: int  # 12 noise standard deviations of the widest step, in cells
+    widest: float  # the largest step noise sd, eta_t sigma C
     k_lo: tuple[int, ...]
     windows: tuple[int, ...]
     split: bool
@@ -157,10 +157,12 @@ def _interval(mech, m0: float) -> tuple[float, float]:
     return a, b
 
 
-def _reach(mech, m0, etas, noise, k_lo, windows, breakpoints):
-    """An interval holding every step's law up to 12 noise sds: the hull of the drift's
-    images of the previous hull, widened by the accumulated noise radius, which grows by
-    the drift map's largest slope off the breakpoints (1 for clipped constant fields)."""
+def _reach(mech, m0, noise, k_lo, windows):
+    """A first interval for the grid: the hull of the drift's images of the previous hull
+    (every count and canary component; noise-free), widened by 12 standard deviations of
+    the noise accumulated as if the drift map had slope 1 (a constant field). A contracting
+    field stays well inside; an expanding one loses mass over the ends, which the coarsest
+    propagation counts and answers by widening (`last_iterate_epsilon`)."""
     plan = GridPlan(1, 2, 0, windows, False, False, mech.steps, 1, False)
     k_lo_arr = jnp.asarray(k_lo, jnp.int64) if k_lo else jnp.zeros((0,), jnp.int64)
     counts, _ = _count_components(mech, plan, k_lo_arr, jnp.float64)
@@ -180,40 +182,23 @@ def _reach(mech, m0, etas, noise, k_lo, windows, breakpoints):
         eta = jnp.asarray(mech.step_size(t), jnp.float64)
         return xs[:, None] - eta * drifts
 
-    bps = np.asarray(breakpoints, np.float64).reshape(-1)
     a = b = float(m0)
-    radius = 0.0
+    variance = 0.0
     lo_all = hi_all = float(m0)
     for t in range(1, mech.steps + 1):
-        width = NOISE_SDS * radius
-        xs = np.linspace(a - width, b + width, REACH_POINTS)
+        xs = np.linspace(a, b, REACH_POINTS)
         ys = np.asarray(images(jnp.asarray(xs), jnp.int32(t)))
         if not np.all(np.isfinite(ys)):
             bad = xs[np.argmax(~np.all(np.isfinite(ys), axis=1))]
-            raise ValueError(
+            raise FloatingPointError(
                 f"{type(mech).__name__}: at step {t} a field or the step size is not finite "
                 f"at m = {bad:.6g}"
             )
-        inside = (xs >= a) & (xs <= b)
-        inside[np.argmin(np.abs(xs - a))] = inside[np.argmin(np.abs(xs - b))] = True
-        slope = 0.0
-        if radius > 0:
-            dx = np.diff(xs)
-            dy = np.abs(np.diff(ys, axis=0)) / dx[:, None]
-            crosses = np.zeros(dx.shape, bool)
-            for bp in bps:
-                crosses |= (xs[:-1] <= bp) & (xs[1:] >= bp)
-            slope = float(np.max(dy[~crosses], initial=0.0))
-        a, b = float(ys[inside].min()), float(ys[inside].max())
-        radius = math.sqrt((slope * radius) ** 2 + noise[t - 1] ** 2)
-        if not math.isfinite(radius) or radius > 1e15:
-            raise ValueError(
-                f"{type(mech).__name__}: the drift map expands by a factor {slope:.3g} at step "
-                f"{t}; its law spreads without bound. Declare the fields' jumps with "
-                "field_breakpoints, or pass support=(lo, hi)"
-            )
-        lo_all = min(lo_all, a - NOISE_SDS * radius)
-        hi_all = max(hi_all, b + NOISE_SDS * radius)
+        a, b = float(ys.min()), float(ys.max())
+        variance += noise[t - 1] ** 2
+        radius = NOISE_SDS * math.sqrt(variance)
+        lo_all = min(lo_all, a - radius)
+        hi_all = max(hi_all, b + radius)
     return lo_all, hi_all
 
 
@@ -236,7 +221,7 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
             lo = a
         else:
             if support is None:
-                lo, hi = _reach(mech, m0, etas, noise, k_lo, windows, bps)
+                lo, hi = _reach(mech, m0, noise, k_lo, windows)
             else:
                 lo, hi = (float(v) for v in support)
                 if not (math.isfinite(lo) and math.isfinite(hi) and lo <= m0 <= hi):
@@ -249,35 +234,41 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
             above = int(math.ceil((hi - m0) / spacing)) + 2
             lo = m0 - below * spacing
             nodes = below + above + 1
-    kernel = int(math.ceil(NOISE_SDS * float(noise.max()) / spacing)) + 1
-    return Layout(lo, spacing, nodes, kernel, k_lo, windows, bps.size > 0, projected)
+    return Layout(lo, spacing, nodes, float(noise.max()), k_lo, windows, bps.size > 0, projected)
+
+
+def ladder(n: int) -> int:
+    """The least size >= n of the form 2^k x {1, 1.25, 1.5, 1.75} (k >= 3): sizes that FFT
+    fast and recur, so grids of nearby sizes share one compiled propagation."""
+    k = 3
+    while True:
+        for m in (4, 5, 6, 7):
+            size = m * 2 ** (k - 2)
+            if size >= n:
+                return size
+        k += 1
 
 
 def combine(layouts: list[Layout], steps: int, chunk: int, every_step: bool):
     """One static plan for a batch of layouts, and each one's (lo, spacing, k_lo), widened
-    to the batch's node count (a projected grid gets finer, another one longer)."""
-    nodes = max(lay.nodes for lay in layouts)
-    kernel = max(int(math.ceil(lay.kernel_cells * (nodes - 1) / (lay.nodes - 1)))
-                 if lay.projected else lay.kernel_cells for lay in layouts)  # fmt: skip
-    reach = kernel
-    size = scipy.fft.next_fast_len(nodes + 2 * (reach + kernel + 2), real=True)
-    size += size % 2
+    to the batch's node count, rounded up to a `ladder` size (a projected grid gets finer,
+    another one longer)."""
+    nodes = ladder(max(lay.nodes for lay in layouts))
+    spacing = [(lay.hi - lay.lo) / (nodes - 1) if lay.projected else lay.spacing
+               for lay in layouts]  # fmt: skip
+    kernel = max(
+        int(math.ceil(NOISE_SDS * lay.widest / h)) + 1 for lay, h in zip(layouts, spacing, strict=True)
+    )
+    size = ladder(nodes + 4 * kernel + 8)
     widths = [lay.windows for lay in layouts]
     windows = tuple(max(w) for w in zip(*widths, strict=True)) if widths[0] else ()
     plan = GridPlan(
-        nodes, size, reach, windows, layouts[0].split, layouts[0].projected, steps, chunk,
-        every_step,
+        nodes, size, (size - nodes) // 4, windows, layouts[0].split, layouts[0].projected,
+        steps, chunk, every_step,
     )  # fmt: skip
-    lo, spacing = [], []
-    for lay in layouts:
-        if lay.projected:
-            lo.append(lay.lo)
-            spacing.append((lay.hi - lay.lo) / (nodes - 1))
-        else:
-            lo.append(lay.lo)
-            spacing.append(lay.spacing)
+    lo = np.asarray([lay.lo for lay in layouts])
     k_lo = np.array([lay.k_lo for lay in layouts], np.int64).reshape(len(layouts), -1)
-    return plan, np.asarray(lo), np.asarray(spacing), k_lo
+    return plan, lo, np.asarray(spacing), k_lo
 
 
 def plan_bytes(plan: GridPlan, batch: int) -> int:

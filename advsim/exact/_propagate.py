@@ -43,21 +43,21 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln, xlog1py, xlogy
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from advsim._dpsgd import clip_gradients
 from advsim._mechanism import AbstractMechanism
 from advsim.exact._divergence import grid_epsilon
 
-__all__ = ["GridPlan", "GridState", "advance", "initial_state"]
+__all__ = ["GridPlan", "GridState", "advance"]
 
 
 class GridPlan(NamedTuple):
     """The static shape of a propagation (shared by a batch; hashable for jit)."""
 
     nodes: int  # N, the grid's nodes
-    fft_size: int  # M >= N + 2 * (reach + kernel half-width)
-    reach: int  # deposits farther than this many cells beyond an end are far
+    fft_size: int  # M >= N + 4 (kernel half-width + 2): padding of 2 reach on each side
+    reach: int  # (M - N) // 4 >= kernel half-width: deposits farther out are far
     windows: tuple[int, ...]  # the count window's width of each data group
     split: bool  # whether cells holding a breakpoint are split
     projected: bool  # whether the run projects onto [lo, lo + (N - 1) h]
@@ -83,6 +83,8 @@ class StepRecord(NamedTuple):
     bad_x: Float[Array, ""]  # a node whose move is not finite (nan if none)
     far_y: Float[Array, ""]  # where the drift sent mass beyond the grid (nan if nowhere)
     epsilon: Float[Array, ""]  # eps(delta) after this step (nan unless every_step)
+    first: Int[Array, ""]  # the first and last node holding more than the threshold
+    last: Int[Array, ""]
 
 
 def _particles(mech, x, h, plan: GridPlan):
@@ -185,26 +187,21 @@ def _fold(ext, plan: GridPlan):
     return core, jnp.maximum(left + right, 0.0)
 
 
-def _diffuse(ext, ratio, plan: GridPlan):
-    """Circular convolution with the node-sampled N(0, (ratio h)^2) (closed-form kernel)."""
+def _diffuse(ext_in, ext_out, ratio, plan: GridPlan):
+    """Both worlds convolved with the node-sampled N(0, (ratio h)^2), by one complex FFT
+    (in + i out: the kernel is real and even, so its transform is real and keeps the two
+    apart), with the kernel's transform in closed form."""
     size = plan.fft_size
-    nu = jnp.arange(size // 2 + 1, dtype=ext.dtype) / size
+    nu = jnp.fft.fftfreq(size).astype(ext_in.dtype)
     c = 2.0 * math.pi**2 * ratio**2
-    khat = jnp.exp(-c * nu**2) + jnp.exp(-c * (1.0 - nu) ** 2) + jnp.exp(-c * (1.0 + nu) ** 2)
-    return jnp.fft.irfft(jnp.fft.rfft(ext) * khat, n=size)
+    khat = jnp.exp(-c * nu**2) + jnp.exp(-c * (1.0 - jnp.abs(nu)) ** 2)
+    khat = khat + jnp.exp(-c * (1.0 + jnp.abs(nu)) ** 2)
+    both = jnp.fft.ifft(jnp.fft.fft(ext_in + 1j * ext_out) * khat)
+    return jnp.real(both), jnp.imag(both)
 
 
-def initial_state(mech: AbstractMechanism, lo, h, plan: GridPlan) -> GridState:
-    """Both worlds start at the point mass m_0 = `init_model()` (deposited on the grid)."""
-    m0 = jnp.asarray(mech.init_model(), jnp.float64).reshape(())
-    ext, far, _ = _deposit(m0[None], jnp.ones((1,), jnp.float64), lo, h, plan)
-    mass, spill = _fold(ext, plan)
-    lost = jnp.asarray(far + spill, jnp.float64)
-    return GridState(mass, mass, lost, lost)
-
-
-def _world(mass, pos, frac, drifts, probs, eta, ratio, lo, h, plan):
-    """One world's step: drift every part by every component, deposit, diffuse, fold."""
+def _drift(mass, pos, frac, drifts, probs, eta, lo, h, plan):
+    """One world's drift: every part moved by every component and deposited."""
     moved = pos.reshape(-1)[:, None] - eta * drifts  # (N S, C)
     w = (mass[:, None] * frac).reshape(-1)[:, None] * probs[None, :]
     bad = ~jnp.isfinite(moved) & (w > 0)
@@ -214,11 +211,19 @@ def _world(mass, pos, frac, drifts, probs, eta, ratio, lo, h, plan):
     ext, far, far_y = _deposit(
         jnp.where(ok, moved, lo).reshape(-1), jnp.where(ok, w, 0.0).reshape(-1), lo, h, plan
     )
-    new, spill = _fold(_diffuse(ext, ratio, plan), plan)
-    return new, far + spill, bad_x, far_y
+    return ext, far, bad_x, far_y
 
 
-def _step(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t):
+def _support(mass, threshold, plan: GridPlan):
+    """First and last node holding more than `threshold` (-1, -1 if none)."""
+    above = mass[: plan.nodes] > threshold
+    any_ = jnp.any(above)
+    first = jnp.where(any_, jnp.argmax(above), -1)
+    last = jnp.where(any_, plan.nodes - 1 - jnp.argmax(above[::-1]), -1)
+    return first, last
+
+
+def _step(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t):
     dtype = jnp.float64
     x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
     pos, frac = _particles(mech, x, h, plan)
@@ -235,34 +240,43 @@ def _step(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t):
         present = present * jnp.asarray(mech.sampling_prob, dtype)
     drifts_in = jnp.concatenate([base, base + canary[:, None]], axis=1)
     probs_in = jnp.concatenate([probs * (1.0 - present), probs * present])
-    new_in, lost_in, bad_in, far_in = _world(
-        state.mass_in, pos, frac, drifts_in, probs_in, eta, ratio, lo, h, plan
+    ext_in, far_mass_in, bad_in, far_in = _drift(
+        state.mass_in, pos, frac, drifts_in, probs_in, eta, lo, h, plan
     )
-    new_out, lost_out, bad_out, far_out = _world(
-        state.mass_out, pos, frac, base, probs, eta, ratio, lo, h, plan
+    ext_out, far_mass_out, bad_out, far_out = _drift(
+        state.mass_out, pos, frac, base, probs, eta, lo, h, plan
     )
-    lost_in = lost_in + dropped * jnp.sum(state.mass_in)
-    lost_out = lost_out + dropped * jnp.sum(state.mass_out)
+    ext_in, ext_out = _diffuse(ext_in, ext_out, ratio, plan)
+    new_in, spill_in = _fold(ext_in, plan)
+    new_out, spill_out = _fold(ext_out, plan)
+    lost_in = far_mass_in + spill_in + dropped * jnp.sum(state.mass_in)
+    lost_out = far_mass_out + spill_out + dropped * jnp.sum(state.mass_out)
+    first_in, last_in = _support(new_in, threshold, plan)
+    first_out, last_out = _support(new_out, threshold, plan)
     new = GridState(new_in, new_out, state.lost_in + lost_in, state.lost_out + lost_out)
     atoms = 2 if plan.projected else 0
     eps = grid_epsilon(new_in, new_out, delta, atoms=atoms) if plan.every_step else jnp.nan
     record = StepRecord(
         lost_in, lost_out, jnp.where(jnp.isnan(bad_in), bad_out, bad_in),
         jnp.where(jnp.isnan(far_in), far_out, far_in), jnp.asarray(eps, dtype),
+        jnp.minimum(jnp.where(first_in < 0, plan.nodes, first_in),
+                    jnp.where(first_out < 0, plan.nodes, first_out)),
+        jnp.maximum(last_in, last_out),
     )  # fmt: skip
     return new, record
 
 
-def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t0):
+def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t0):
     def body(st, t):
-        new, rec = _step(mech, plan, lo, h, k_lo, delta, st, t)
+        new, rec = _step(mech, plan, lo, h, k_lo, delta, threshold, st, t)
         active = t <= plan.steps
         new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, st)
         nan = jnp.asarray(jnp.nan, jnp.float64)
         rec = StepRecord(
             jnp.where(active, rec.lost_in, 0.0), jnp.where(active, rec.lost_out, 0.0),
             jnp.where(active, rec.bad_x, nan), jnp.where(active, rec.far_y, nan),
-            jnp.where(active, rec.epsilon, nan),
+            jnp.where(active, rec.epsilon, nan), jnp.where(active, rec.first, plan.nodes),
+            jnp.where(active, rec.last, -1),
         )  # fmt: skip
         return new, rec
 
@@ -271,30 +285,14 @@ def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t0)
 
 
 @eqx.filter_jit
-def advance(mechs, plan: GridPlan, lo, h, k_lo, delta, state: GridState, t0):
+def advance(mechs, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t0):
     """`plan.chunk` steps from step `t0` (1-indexed; steps past T change nothing) for a
-    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `k_lo`, `state`)."""
+    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `k_lo`, `state`).
+    Each step also records the first and last node holding more than `threshold`."""
     arrays, static = eqx.partition(mechs, eqx.is_array)
 
     def one(arr, lo_, h_, k_lo_, st):
         mech = eqx.combine(arr, static)
-        return _advance_one(mech, plan, lo_, h_, k_lo_, delta, st, t0)
+        return _advance_one(mech, plan, lo_, h_, k_lo_, delta, threshold, st, t0)
 
     return jax.vmap(one)(arrays, lo, h, k_lo, state)
-
-
-@eqx.filter_jit
-def start(mechs, plan: GridPlan, lo, h):
-    """The batch's initial states (`initial_state` of each)."""
-    arrays, static = eqx.partition(mechs, eqx.is_array)
-
-    def one(arr, lo_, h_):
-        return initial_state(eqx.combine(arr, static), lo_, h_, plan)
-
-    return jax.vmap(one)(arrays, lo, h)
-
-
-@eqx.filter_jit
-def batch_epsilon(mass_in, mass_out, delta, atoms: int = 0):
-    """`grid_epsilon` of each row of a batch of laws (`atoms` end atoms after the nodes)."""
-    return jax.vmap(lambda p, q: grid_epsilon(p, q, delta, atoms=atoms))(mass_in, mass_out)
