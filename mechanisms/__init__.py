@@ -1,19 +1,22 @@
 """Mechanisms: one file per construction; a new counterexample is a new file here."""
 
 from advsim.bounds._landscape import (  # the exact laws of ThresholdLandscape's release
-    landscape_epsilon,
-    landscape_epsilon_curve,
     two_step_density,
     two_step_epsilon,
     two_step_gdp_curve,
 )
 from advsim.mechanisms.gradient_canary import GradientCanary, logistic_dataset
 from advsim.mechanisms.history import HistoryRegularizer, history_epsilon
-from advsim.mechanisms.landscape import ThresholdLandscape
+from advsim.mechanisms.landscape import (
+    ThresholdLandscape,
+    landscape_epsilon,
+    landscape_epsilon_curve,
+    landscape_law,
+)
 from advsim.mechanisms.likelihood_encoding import LikelihoodEncodingLoss
 from advsim.mechanisms.linear import LinearProcess
 from advsim.mechanisms.one_run import OneRunGradientCanaries
-from advsim.mechanisms.projected import ProjectedLinearCanary, projected_canary_laws
+from advsim.mechanisms.projected import ProjectedLinearCanary
 from advsim.mechanisms.real_models import (
     AbstractCanaryExample,
     RealModelGradientCanary,
@@ -45,8 +48,8 @@ __all__ += [
     "repeaters_epsilon",
 ]
 __all__ += ["OneRunGradientCanaries"]
-__all__ += ["ProjectedLinearCanary", "projected_canary_laws"]
-__all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve"]
+__all__ += ["ProjectedLinearCanary"]
+__all__ += ["ThresholdLandscape", "landscape_epsilon", "landscape_epsilon_curve", "landscape_law"]
 __all__ += ["two_step_density", "two_step_epsilon", "two_step_gdp_curve"]
 __all__ += ["AbstractCanaryExample", "RealModelGradientCanary", "RealModelInputCanary"]
 __all__ += ["accuracy_report", "heldout_accuracy", "load_dataset"]

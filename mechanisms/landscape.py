@@ -35,12 +35,13 @@ size $1/B$ (the averaged update). Since the canary is used once, unsampled, the 
 is one Gaussian mechanism of sensitivity C and noise $\sigma C$: $\mu = 1/\sigma$ GDP at
 every T (the step sizes do not enter the accounting).
 
-The exact laws of $\theta_T$ live in `advsim.bounds` (`advsim/bounds/_landscape.py`, whose
-docstring says what they show; they stay importable from here): `two_step_density`,
-`two_step_epsilon`, `two_step_gdp_curve` at T = 2 in closed form (the reference for the
-Algorithm-5 threshold search, `advsim.adversaries.ThresholdSearch`), and
-`landscape_masses`, `landscape_epsilon`, `landscape_epsilon_curve` at any T on a grid. In
-short: for small B the GDP audits (the paper's, Remark 3) read the central tests, which
+The exact laws of $\theta_T$: at T = 2 in closed form in `advsim.bounds`
+(`two_step_density`, `two_step_epsilon`, `two_step_gdp_curve`; the reference for the
+Algorithm-5 threshold search, `advsim.adversaries.ThresholdSearch`; `advsim/bounds/_landscape.py`
+says what they show), and at any T from the exact-law engine `advsim.exact` (the mechanism
+is an `AbstractScalarLaw` whose threshold is its field's breakpoint): `landscape_law`,
+`landscape_epsilon`, `landscape_epsilon_curve` here. In short: for small B the GDP audits
+(the paper's, Remark 3) read the central tests, which
 keep the side chosen at step 1, as a Gaussian trade-off and can exceed the exact
 $\varepsilon(\delta)$ by far (3.9 vs 1.09 at $\sigma = 1$, B = 1, T = 25); the
 assumption-free (eps, delta) audit stays below it.
@@ -62,19 +63,16 @@ from advsim._mechanism import (
     DPSGDParams,
     as_traced_float,
 )
-from advsim._validation import check_finite, check_int
-from advsim.bounds import _landscape
+from advsim._validation import check_delta, check_finite, check_int
 from advsim.bounds._landscape import ORIENTATIONS
+from advsim.exact import ExactEpsilon, last_iterate_epsilon
 
-__all__ = ["ThresholdLandscape"]
-
-
-def __getattr__(name: str):
-    # The exact-law analysis moved to advsim.bounds; `advsim.mechanisms.landscape.X` and
-    # `from advsim.mechanisms.landscape import X` keep working for its names.
-    if name in _landscape.__all__:
-        return getattr(_landscape, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = [
+    "ThresholdLandscape",
+    "landscape_epsilon",
+    "landscape_epsilon_curve",
+    "landscape_law",
+]
 
 
 class ThresholdLandscape(AbstractThresholdLandscape, AbstractScalarLaw):
@@ -171,3 +169,40 @@ class ThresholdLandscape(AbstractThresholdLandscape, AbstractScalarLaw):
     def step_size(self, t: Int[Array, ""]):
         """1 at step 1 (theta_1 = b C + Z_1), 1/B afterwards (Eq. (3))."""
         return jnp.where(t == 1, 1.0, jnp.asarray(self.learning_rate))
+
+
+def landscape_law(
+    delta: float,
+    steps: int,
+    noise_multiplier: float,
+    batch_size: int,
+    *,
+    threshold: float | None = None,
+    clip_norm: float = 1.0,
+    orientation: Literal["reinforce", "restore"] = "reinforce",
+    every_step: bool = False,
+) -> ExactEpsilon:
+    r"""The exact law of $\theta_T$ in both worlds and its $\varepsilon(\delta)$, from
+    `advsim.exact.last_iterate_epsilon` on `ThresholdLandscape` (grid-propagated, three
+    grids; `.error` is the refinement estimate, about 1e-5 relative here)."""
+    mech = ThresholdLandscape(
+        steps, noise_multiplier, batch_size, threshold=threshold, clip_norm=clip_norm,
+        orientation=orientation,
+    )  # fmt: skip
+    return last_iterate_epsilon(mech, check_delta("delta", delta), every_step=every_step)
+
+
+def landscape_epsilon(delta: float, steps: int, noise_multiplier: float, batch_size: int, **kw):
+    r"""The exact $\varepsilon(\delta)$ of the release $\theta_T$ (`landscape_law`): the
+    privacy of the last model that any audit of this landscape can at most certify. At T = 1
+    it is the accounting's `gdp_epsilon(delta, 1 / sigma)`, at T = 2
+    `advsim.bounds.two_step_epsilon`. Keywords as `landscape_law`."""
+    return landscape_law(delta, steps, noise_multiplier, batch_size, **kw).epsilon
+
+
+def landscape_epsilon_curve(
+    delta: float, steps: int, noise_multiplier: float, batch_size: int, **kw
+) -> np.ndarray:
+    """`landscape_epsilon` at every T = 1..`steps`, from one propagation (array of T)."""
+    law = landscape_law(delta, steps, noise_multiplier, batch_size, every_step=True, **kw)
+    return np.asarray(law.epsilon_per_step, np.float64)

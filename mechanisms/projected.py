@@ -11,20 +11,17 @@ projection onto the ball of radius R after every step (`advsim.AbstractProjected
 $$m_t = \Pi_{B(0, R)}\big(m_{t-1} + \eta C b\, e_0 + \eta\sigma C\, \xi_t\big),\quad
   \xi_t \sim \mathcal N(0, I),\ b \in \{0, 1\}.$$
 
-Along $e_0$ with d = 1 the last iterate's law is a one-dimensional Markov chain, which
-`projected_canary_laws` computes on a grid, so its hidden-state epsilon can be read
-beside the bound and beside an audit of simulated runs.
+With d = 1 the last iterate is a one-dimensional Markov chain (an `advsim.AbstractScalarLaw`
+projected onto $[-R, R]$), whose law the exact-law engine `advsim.exact` propagates, so its
+hidden-state epsilon can be read beside the bound and beside an audit of simulated runs.
 """
 
 from __future__ import annotations
-
-import math
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
-from scipy.special import ndtr
 
 from advsim._mechanism import (
     AbstractProjected,
@@ -36,7 +33,7 @@ from advsim._mechanism import (
 from advsim._validation import check_int, check_positive
 from advsim.bounds import ShiftedInterpolationBound, shifted_interpolation_bound
 
-__all__ = ["ProjectedLinearCanary", "projected_canary_laws"]
+__all__ = ["ProjectedLinearCanary"]
 
 
 class ProjectedLinearCanary(AbstractProjected, AbstractScalarLaw):
@@ -105,45 +102,3 @@ class ProjectedLinearCanary(AbstractProjected, AbstractScalarLaw):
             learning_rate=float(self.learning_rate), num_examples=1, diameter=self.diameter,
             delta=delta,
         )  # fmt: skip
-
-
-def projected_canary_laws(
-    steps, noise_multiplier: float, radius: float, *, cells_per_sigma: int = 100
-) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    r"""The last iterate's law in both worlds of `ProjectedLinearCanary` with d = 1, on a grid.
-
-    In units of $\eta C$ the run is $w_t = \mathrm{clamp}(w_{t-1} + b + \sigma Z_t, -R, R)$,
-    $R$ = `radius` / ($\eta C$), $w_0 = 0$. The chain is carried on the grid $x_j$ of step
-    $h = \sigma$ / `cells_per_sigma` over $[-R, R]$: each step moves the mass at $x_i$ to
-    the cells $[x_j - h/2, x_j + h/2]$ by the Gaussian's CDF, and the tails beyond the
-    end points onto $\pm R$ (the projection's atoms). A numerical computation, not a
-    bound: the epsilon it gives converges at first order in $h$, here from below (R =
-    0.5, sigma = 1, T = 50, delta = 1e-5, `advsim.bounds.hockey_stick_epsilon`: 2.2669,
-    2.2724, 2.2751, 2.2765, 2.2772 for 50, 100, 200, 400, 800 cells per sigma; the
-    differences halve, so the limit is about 2.2779).
-
-    Args:
-        steps: the T values wanted (each >= 1).
-        noise_multiplier: $\sigma > 0$.
-        radius: R > 0, in units of $\eta C$ (the canary's move per step).
-        cells_per_sigma: grid points per noise standard deviation, >= 10.
-
-    Returns:
-        `{T: (x, p_in, p_out)}`: the grid and the two worlds' masses on it.
-    """
-    ts = sorted({check_int("steps", t, minimum=1) for t in np.atleast_1d(steps).tolist()})
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    radius = check_positive("radius", radius)
-    per = check_int("cells_per_sigma", cells_per_sigma, minimum=10)
-    n = 2 * max(1, math.ceil(radius * per / sigma))  # even: w_0 = 0 is a grid point
-    x = np.linspace(-radius, radius, n + 1)
-    edges = np.concatenate([[-np.inf], (x[:-1] + x[1:]) / 2.0, [np.inf]])
-    move = {b: np.diff(ndtr((edges[None, :] - x[:, None] - b) / sigma), axis=1) for b in (0, 1)}
-    start = np.zeros(n + 1)
-    start[n // 2] = 1.0  # w_0 = 0
-    p, q, laws = start, start.copy(), {}
-    for t in range(1, ts[-1] + 1):
-        p, q = p @ move[1], q @ move[0]
-        if t in ts:
-            laws[t] = (x, p, q)
-    return laws

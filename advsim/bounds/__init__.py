@@ -15,8 +15,9 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `composition_tradeoff_curve`, `linear_loss_tradeoff`, `gdp_tradeoff`: trade-off curves
   (type-II error against type-I error) of composition (PLD), the linear-loss last
   iterate and GDP, for the trade-off audit of Annamalai (2024, "It's Our Loss").
-- `landscape_*`, `two_step_*`, `hockey_stick_epsilon`: the exact law of the threshold
-  landscape's last model (Section 6 of arXiv:2405.14457; `advsim.mechanisms.ThresholdLandscape`).
+- `two_step_*`: the exact law of the threshold landscape's last model at T = 2 in closed
+  form (Section 6 of arXiv:2405.14457; `advsim.mechanisms.ThresholdLandscape`; at any T,
+  `advsim.exact`); `hockey_stick_epsilon` of two discrete laws.
 - `quadratic_law`, `quadratic_exact_epsilon`: the exact law and epsilon of the last model
   under a quadratic regularizer (Section 4.2 of arXiv:2410.06186;
   `advsim.mechanisms.QuadraticRegularizer`).
@@ -46,9 +47,6 @@ from advsim.bounds._heuristic import (
 )
 from advsim.bounds._landscape import (
     hockey_stick_epsilon,
-    landscape_epsilon,
-    landscape_epsilon_curve,
-    landscape_masses,
     two_step_density,
     two_step_epsilon,
     two_step_gdp_curve,
@@ -99,9 +97,6 @@ __all__ = [
     "heuristic_epsilon_curve",
     "heuristic_epsilon_max_over_steps",
     "hockey_stick_epsilon",
-    "landscape_epsilon",
-    "landscape_epsilon_curve",
-    "landscape_masses",
     "linear_loss_tradeoff",
     "merge_atoms",
     "mixture_delta",

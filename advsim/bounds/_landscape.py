@@ -19,9 +19,9 @@ Remark 3) then reports more than the truth. And over h, the GDP value is largest
 $h^* = C/2$ (flatly) while the exact $\varepsilon(\delta)$ is *smallest* there (a far
 threshold makes a rare, very informative tail event: 3.80 at h = -3).
 
-Exact law at any T: `landscape_masses` propagates both worlds' laws on a grid and
-`landscape_epsilon` / `landscape_epsilon_curve` give the exact $\varepsilon(\delta)$ of
-$\theta_T$. Far from h the model never changes side, so the tails that set
+Exact law at any T: `advsim.mechanisms.landscape` (`landscape_epsilon`, ...) reads it off
+the exact-law engine `advsim.exact`, which propagates both worlds' laws on a grid. Far
+from h the model never changes side, so the tails that set
 $\varepsilon(10^{-5})$ are those of a constant gradient (Example 1 of the paper, step
 $1/B$): $\mu \approx 1 / (\sigma\sqrt{1 + (T - 1)/B^2})$, to 1e-3 for $B \ge 4$. The
 GDP audits of Figure 4 read the central tests (which keep the side chosen at step 1) as a
@@ -35,7 +35,6 @@ import numpy as np
 import scipy.stats
 from scipy.integrate import cumulative_trapezoid
 from scipy.optimize import brentq
-from scipy.signal import fftconvolve
 
 from advsim._validation import check_delta, check_finite, check_int, check_positive
 from advsim.bounds._gdp import gdp_epsilon
@@ -43,9 +42,6 @@ from advsim.bounds._gdp import gdp_epsilon
 __all__ = [
     "ORIENTATIONS",
     "hockey_stick_epsilon",
-    "landscape_epsilon",
-    "landscape_epsilon_curve",
-    "landscape_masses",
     "two_step_density",
     "two_step_epsilon",
     "two_step_gdp_curve",
@@ -230,86 +226,7 @@ def two_step_epsilon(
     return hockey_stick_epsilon(delta, p, q)
 
 
-# ------------------------------------------------------------- exact law at any T (grid)
-
-
-def _grid_laws(
-    steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-):
-    """Cell centres and the (in, out) cell masses of theta_1, ..., theta_T (a generator)."""
-    steps = check_int("steps", steps, minimum=1)
-    sigma, b, h, c = _params(noise_multiplier, batch_size, threshold, clip_norm)
-    if orientation not in ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
-    k = 1 if orientation == "reinforce" else -1
-    if cells_per_clip is None:
-        cells_per_clip = max(20, int(np.ceil(10.0 * b / sigma)))
-    n = check_int("cells_per_clip", cells_per_clip, minimum=2)
-    dx = c / n
-    spread = sigma * c * np.sqrt(1.0 + (steps - 1) / b**2)
-    half = (steps - 1) * c + 12.0 * spread + abs(h) + 3.0 * c
-    m = int(np.ceil(half / dx))
-    # h on a cell edge, so the side of every cell is exact (no half-cell at h).
-    centres = h + (np.arange(-m, m + 1) + 0.5) * dx
-    edges = np.append(centres - dx / 2, centres[-1] + dx / 2)
-    s1, s2 = sigma * c, sigma * c / b
-    kernel_half = int(np.ceil(12.0 * s2 / dx))
-    kedges = (np.arange(-kernel_half, kernel_half + 2) - 0.5) * dx
-    kernel = np.diff(scipy.stats.norm.cdf(kedges, scale=s2))
-    kernel /= kernel.sum()
-    above = centres > h
-    shift = k * n
-    size = len(centres)
-    lo, hi = max(shift, 0), size + min(shift, 0)  # destination of the cells above h
-
-    def step(mass):
-        moved = np.zeros_like(mass)
-        up, down = np.where(above, mass, 0.0), np.where(above, 0.0, mass)
-        moved[lo:hi] += up[lo - shift : hi - shift]  # +shift cells above h
-        moved[size - hi : size - lo] += down[size - hi + shift : size - lo + shift]  # -shift
-        return np.clip(fftconvolve(moved, kernel, mode="same"), 0.0, None)
-
-    p = np.diff(scipy.stats.norm.cdf(edges, loc=c, scale=s1))
-    q = np.diff(scipy.stats.norm.cdf(edges, loc=0.0, scale=s1))
-    yield centres
-    for t in range(1, steps + 1):
-        if t > 1:
-            p, q = step(p), step(q)
-        yield p, q
-
-
-def landscape_masses(
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""The laws of $\theta_T$ in both worlds, propagated on a grid (any T).
-
-    $\theta_T$ is a 1-D Markov chain: $\theta_{t+1} = \theta_t + kC s(\theta_t) + W_t$,
-    $W_t \sim \mathcal{N}(0, \sigma^2 C^2 / B^2)$. On a uniform grid of spacing
-    $\Delta = C / n$ ($n$ = `cells_per_clip`, default $\max(20, \lceil 10 B/\sigma
-    \rceil)$: at least 10 cells per standard deviation of W), each step moves the mass of
-    the cells above h by $+kn$ cells and the rest by $-kn$ (exact), then convolves with the
-    Gaussian's cell masses (differences of its CDF at the cell edges; FFT convolution).
-    The grid spans 12 standard deviations of the accumulated noise beyond the drift
-    $\pm(T - 1)C$, with h on a cell edge, so each cell's side is exact; the binning
-    and the discretised noise change eps by ~1e-4 relative (checked against
-    `gdp_epsilon` at T = 1 and `two_step_epsilon` at T = 2).
-
-    Returns:
-        `(centres, mass_in, mass_out)`: cell centres and each world's probabilities.
-    """
-    laws = _grid_laws(
-        steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-    )
-    centres = next(laws)
-    *_, (p, q) = laws
-    return centres, p, q
+# ------------------------------------------------------------------ hockey-stick divergence
 
 
 def hockey_stick_epsilon(delta: float, p: np.ndarray, q: np.ndarray) -> float:
@@ -328,49 +245,3 @@ def hockey_stick_epsilon(delta: float, p: np.ndarray, q: np.ndarray) -> float:
     while excess(hi) > 0:
         hi *= 2.0
     return float(brentq(excess, 0.0, hi, xtol=1e-10))
-
-
-def landscape_epsilon(
-    delta: float,
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> float:
-    r"""The exact $\varepsilon(\delta)$ of the release $\theta_T$ (grid laws of
-    `landscape_masses`, hockey-stick divergence both ways). The privacy of the last
-    model that any audit of this landscape can at most certify: at T = 1 it is the
-    accounting's `gdp_epsilon(delta, 1 / sigma)`, at T = 2 `two_step_epsilon`."""
-    _, p, q = landscape_masses(
-        steps,
-        noise_multiplier,
-        batch_size,
-        threshold=threshold,
-        clip_norm=clip_norm,
-        orientation=orientation,
-        cells_per_clip=cells_per_clip,
-    )
-    return hockey_stick_epsilon(delta, p, q)
-
-
-def landscape_epsilon_curve(
-    delta: float,
-    steps: int,
-    noise_multiplier: float,
-    batch_size: int,
-    *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: str = "reinforce",
-    cells_per_clip: int | None = None,
-) -> np.ndarray:
-    """`landscape_epsilon` at every T = 1..`steps`, from one propagation (array of T)."""
-    laws = _grid_laws(
-        steps, noise_multiplier, batch_size, threshold, clip_norm, orientation, cells_per_clip
-    )
-    next(laws)
-    return np.array([hockey_stick_epsilon(delta, p, q) for p, q in laws])

@@ -120,9 +120,7 @@ class ExactEpsilon:
         r"""$\delta(\varepsilon)$ of the last model (finest grid) at each of `epsilons`
         (`grid_delta`, the same quadrature as `epsilon`)."""
         eps = np.atleast_1d(np.asarray(epsilons, np.float64))
-        return np.array(
-            [grid_delta(self.mass_in, self.mass_out, e, atoms=self.atoms) for e in eps]
-        )
+        return np.array([grid_delta(self.mass_in, self.mass_out, e, atoms=self.atoms) for e in eps])
 
     def tradeoff(self) -> tuple[np.ndarray, np.ndarray]:
         """The last model's trade-off curve `(alpha, beta)` (finest grid)."""
@@ -201,7 +199,8 @@ def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float
         if over.size:
             k = int(over[0])
             far = far_steps[i][np.isfinite(far_steps[i])]
-            where = f"; the drift sent mass to m = {far[0]:.6g}" if far.size else ""
+            where = (f"; the drift sent mass {far[0]:.6g} away from the grid's centre"
+                     if far.size else "")  # fmt: skip
             raise LostMassError(
                 f"{type(mechs[i]).__name__} (batch item {i}): by step {t0 + k}, mass "
                 f"{cumulative[k]:.3g} left the grid [{lows[i]:.6g}, {highs[i]:.6g}] or a "
@@ -355,7 +354,7 @@ def last_iterate_epsilons(
                         tolerance, bar,
                     ))  # fmt: skip
                     break
-                except LostMassError as err:
+                except LostMassError:
                     # The first interval assumed a non-expanding drift; widen it (coarsest
                     # grid only, automatic support only) before giving up.
                     if k > 0 or support is not None or widening == WIDENINGS:
@@ -384,11 +383,23 @@ def last_iterate_epsilons(
         error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
         results.append(
             ExactEpsilon(
-                epsilon=eps[-1], delta=delta, error=error, error_kind=ERROR_KIND,
-                epsilons=tuple(eps), spacings=tuple(float(r[3][i]) for r in runs),
-                cells_per_sd=tuple(levels), differences=diffs, observed_order=order,
-                lost_mass=lost, mass_error=float(mass_error), eps_bracket=bracket,
-                nodes=nodes, atoms=atoms, grid=grids[i], mass_in=p, mass_out=q,
+                epsilon=eps[-1],
+                delta=delta,
+                error=error,
+                error_kind=ERROR_KIND,
+                epsilons=tuple(eps),
+                spacings=tuple(float(r[3][i]) for r in runs),
+                cells_per_sd=tuple(levels),
+                differences=diffs,
+                observed_order=order,
+                lost_mass=lost,
+                mass_error=float(mass_error),
+                eps_bracket=bracket,
+                nodes=nodes,
+                atoms=atoms,
+                grid=grids[i],
+                mass_in=p,
+                mass_out=q,
                 epsilon_per_step=None if per_step is None else per_step[i],
                 seconds=elapsed,
             )  # fmt: skip

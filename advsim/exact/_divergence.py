@@ -60,9 +60,7 @@ def _one_way_epsilon(p, q, delta):
     return jnp.maximum(0.0, jnp.max(candidates))
 
 
-def discrete_epsilon(
-    p: Float[Array, " n"], q: Float[Array, " n"], delta
-) -> Float[Array, ""]:
+def discrete_epsilon(p: Float[Array, " n"], q: Float[Array, " n"], delta) -> Float[Array, ""]:
     r"""$\varepsilon(\delta)$ of two discrete laws on the same cells, both directions.
 
     The least $\varepsilon \ge 0$ with $\max(H_{e^\varepsilon}(P\|Q), H_{e^\varepsilon}(Q\|P))

@@ -257,7 +257,8 @@ def combine(layouts: list[Layout], steps: int, chunk: int, every_step: bool):
     spacing = [(lay.hi - lay.lo) / (nodes - 1) if lay.projected else lay.spacing
                for lay in layouts]  # fmt: skip
     kernel = max(
-        int(math.ceil(NOISE_SDS * lay.widest / h)) + 1 for lay, h in zip(layouts, spacing, strict=True)
+        int(math.ceil(NOISE_SDS * lay.widest / h)) + 1
+        for lay, h in zip(layouts, spacing, strict=True)
     )
     size = ladder(nodes + 4 * kernel + 8)
     widths = [lay.windows for lay in layouts]

@@ -81,7 +81,8 @@ class StepRecord(NamedTuple):
     lost_in: Float[Array, ""]  # mass lost in this step
     lost_out: Float[Array, ""]
     bad_x: Float[Array, ""]  # a node whose move is not finite (nan if none)
-    far_y: Float[Array, ""]  # where the drift sent mass beyond the grid (nan if nowhere)
+    far_y: Float[Array, ""]  # how far from the grid's centre the drift sent mass beyond
+    # the padding (nan if nowhere)
     epsilon: Float[Array, ""]  # eps(delta) after this step (nan unless every_step)
     first: Int[Array, ""]  # the first and last node holding more than the threshold
     last: Int[Array, ""]
@@ -151,76 +152,62 @@ def _count_components(mech: AbstractMechanism, plan: GridPlan, k_lo, dtype):
     return combos, probs
 
 
-def _deposit(y, w, lo, h, plan: GridPlan):
-    """Linear-interpolation deposit of masses `w` at positions `y` into the (M,) circular
-    array (negative cells wrap to its end). Returns (array, far mass, a far position)."""
+def _deposit(y, w, world, lo, h, plan: GridPlan):
+    """Linear-interpolation deposit of masses `w` at positions `y` into world `world`'s row
+    of a (2, M) circular array (negative cells wrap to the row's end). Returns (array, far
+    mass of each world, the farthest position reached beyond the padding or nan)."""
     n, size, reach = plan.nodes, plan.fft_size, plan.reach
     u = (y - lo) / h
     far = (u < -reach) | (u > n - 1 + reach)
     far_w = jnp.where(far, jnp.maximum(w, 0.0), 0.0)
-    far_at = jnp.argmax(jnp.where(far & (w > 0), jnp.abs(u - (n - 1) / 2), -1.0))
-    far_y = jnp.where(jnp.any(far & (w > 0)), y[far_at], jnp.nan)
+    far_dist = jnp.max(jnp.where(far & (w > 0), jnp.abs(y - (lo + h * (n - 1) / 2)), -1.0))
+    far_y = jnp.where(far_dist >= 0, far_dist, jnp.nan)
     if not plan.projected:
         w = w - far_w  # lost, counted by the caller
     u = jnp.clip(u, -reach, n - 1 + reach)
     j = jnp.floor(u)
     f = u - j
     j = j.astype(jnp.int32)
-    out = jnp.zeros((size,), y.dtype)
-    out = out.at[j % size].add(w * (1.0 - f)).at[(j + 1) % size].add(w * f)
-    return out, (0.0 if plan.projected else jnp.sum(far_w)), far_y
+    base = world * size
+    out = jnp.zeros((2 * size,), y.dtype)
+    out = out.at[base + j % size].add(w * (1.0 - f)).at[base + (j + 1) % size].add(w * f)
+    far_mass = jnp.zeros((2,), y.dtype).at[world].add(far_w)
+    return out.reshape(2, size), (far_mass * 0.0 if plan.projected else far_mass), far_y
 
 
 def _fold(ext, plan: GridPlan):
-    """The grid's masses from the (M,) array. Unprojected: the spill beyond the ends is
+    """The grid's masses from the (2, M) array. Unprojected: the spill beyond the ends is
     returned as lost. Projected onto [a, b]: the masses are the N nodes followed by the two
     atoms at a and b; an atom takes the spill beyond its end and the outer half of the end
     node's cell, so the end nodes keep the trapezoid weight h/2 of the density."""
     n, size = plan.nodes, plan.fft_size
     half = n + (size - n) // 2
-    right, left = jnp.sum(ext[n:half]), jnp.sum(ext[half:])
-    core = jnp.maximum(ext[:n], 0.0)
+    right, left = jnp.sum(ext[:, n:half], axis=1), jnp.sum(ext[:, half:], axis=1)
+    core = jnp.maximum(ext[:, :n], 0.0)
     if plan.projected:
-        atoms = jnp.stack([left + 0.5 * core[0], right + 0.5 * core[n - 1]])
-        core = core.at[0].multiply(0.5).at[n - 1].multiply(0.5)
-        return jnp.concatenate([core, jnp.maximum(atoms, 0.0)]), 0.0
+        atoms = jnp.stack([left + 0.5 * core[:, 0], right + 0.5 * core[:, n - 1]], axis=1)
+        core = core.at[:, 0].multiply(0.5).at[:, n - 1].multiply(0.5)
+        return jnp.concatenate([core, jnp.maximum(atoms, 0.0)], axis=1), jnp.zeros((2,))
     return core, jnp.maximum(left + right, 0.0)
 
 
-def _diffuse(ext_in, ext_out, ratio, plan: GridPlan):
-    """Both worlds convolved with the node-sampled N(0, (ratio h)^2), by one complex FFT
-    (in + i out: the kernel is real and even, so its transform is real and keeps the two
-    apart), with the kernel's transform in closed form."""
+def _diffuse(ext, ratio, plan: GridPlan):
+    """Both worlds (rows of `ext`) convolved with the node-sampled N(0, (ratio h)^2), by one
+    complex FFT (in + i out: the kernel is real and even, so its transform is real and
+    keeps the two apart), with the kernel's transform in closed form."""
     size = plan.fft_size
-    nu = jnp.fft.fftfreq(size).astype(ext_in.dtype)
+    nu = jnp.abs(jnp.fft.fftfreq(size).astype(ext.dtype))
     c = 2.0 * math.pi**2 * ratio**2
-    khat = jnp.exp(-c * nu**2) + jnp.exp(-c * (1.0 - jnp.abs(nu)) ** 2)
-    khat = khat + jnp.exp(-c * (1.0 + jnp.abs(nu)) ** 2)
-    both = jnp.fft.ifft(jnp.fft.fft(ext_in + 1j * ext_out) * khat)
-    return jnp.real(both), jnp.imag(both)
-
-
-def _drift(mass, pos, frac, drifts, probs, eta, lo, h, plan):
-    """One world's drift: every part moved by every component and deposited."""
-    moved = pos.reshape(-1)[:, None] - eta * drifts  # (N S, C)
-    w = (mass[:, None] * frac).reshape(-1)[:, None] * probs[None, :]
-    bad = ~jnp.isfinite(moved) & (w > 0)
-    first_bad = jnp.argmax(jnp.any(bad, axis=1))
-    bad_x = jnp.where(jnp.any(bad), pos.reshape(-1)[first_bad], jnp.nan)
-    ok = jnp.isfinite(moved)
-    ext, far, far_y = _deposit(
-        jnp.where(ok, moved, lo).reshape(-1), jnp.where(ok, w, 0.0).reshape(-1), lo, h, plan
-    )
-    return ext, far, bad_x, far_y
+    khat = jnp.exp(-c * nu**2) + jnp.exp(-c * (1.0 - nu) ** 2) + jnp.exp(-c * (1.0 + nu) ** 2)
+    both = jnp.fft.ifft(jnp.fft.fft(ext[0] + 1j * ext[1]) * khat)
+    return jnp.stack([jnp.real(both), jnp.imag(both)])
 
 
 def _support(mass, threshold, plan: GridPlan):
-    """First and last node holding more than `threshold` (-1, -1 if none)."""
-    above = mass[: plan.nodes] > threshold
-    any_ = jnp.any(above)
-    first = jnp.where(any_, jnp.argmax(above), -1)
-    last = jnp.where(any_, plan.nodes - 1 - jnp.argmax(above[::-1]), -1)
-    return first, last
+    """First and last node where either world holds more than `threshold` (N, -1 if none)."""
+    above = jnp.any(mass[:, : plan.nodes] > threshold, axis=0)
+    idx = jnp.arange(plan.nodes)
+    return jnp.min(jnp.where(above, idx, plan.nodes)), jnp.max(jnp.where(above, idx, -1))
 
 
 def _step(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t):
@@ -238,32 +225,34 @@ def _step(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState,
     present = jnp.asarray(schedule.mask(t), dtype)
     if schedule.sampled and mech.batching == "poisson":
         present = present * jnp.asarray(mech.sampling_prob, dtype)
-    drifts_in = jnp.concatenate([base, base + canary[:, None]], axis=1)
-    probs_in = jnp.concatenate([probs * (1.0 - present), probs * present])
-    ext_in, far_mass_in, bad_in, far_in = _drift(
-        state.mass_in, pos, frac, drifts_in, probs_in, eta, lo, h, plan
-    )
-    ext_out, far_mass_out, bad_out, far_out = _drift(
-        state.mass_out, pos, frac, base, probs, eta, lo, h, plan
-    )
-    ext_in, ext_out = _diffuse(ext_in, ext_out, ratio, plan)
-    new_in, spill_in = _fold(ext_in, plan)
-    new_out, spill_out = _fold(ext_out, plan)
-    lost_in = far_mass_in + spill_in + dropped * jnp.sum(state.mass_in)
-    lost_out = far_mass_out + spill_out + dropped * jnp.sum(state.mass_out)
-    first_in, last_in = _support(new_in, threshold, plan)
-    first_out, last_out = _support(new_out, threshold, plan)
-    new = GridState(new_in, new_out, state.lost_in + lost_in, state.lost_out + lost_out)
-    atoms = 2 if plan.projected else 0
-    eps = grid_epsilon(new_in, new_out, delta, atoms=atoms) if plan.every_step else jnp.nan
-    record = StepRecord(
-        lost_in, lost_out, jnp.where(jnp.isnan(bad_in), bad_out, bad_in),
-        jnp.where(jnp.isnan(far_in), far_out, far_in), jnp.asarray(eps, dtype),
-        jnp.minimum(jnp.where(first_in < 0, plan.nodes, first_in),
-                    jnp.where(first_out < 0, plan.nodes, first_out)),
-        jnp.maximum(last_in, last_out),
+    # Both worlds' moves in one array: the in-world's components (canary absent, present),
+    # then the out-world's (canary absent).
+    drifts = jnp.concatenate([base, base + canary[:, None], base], axis=1)  # (NS, 3C)
+    weights = jnp.concatenate([probs * (1.0 - present), probs * present, probs])
+    world = jnp.repeat(jnp.arange(2, dtype=jnp.int32), jnp.array([2, 1]) * probs.shape[0],
+                       total_repeat_length=3 * probs.shape[0])  # fmt: skip
+    masses = jnp.stack([state.mass_in, state.mass_out])  # (2, N')
+    part = (masses[:, :, None] * frac[None]).reshape(2, -1)  # (2, NS)
+    w = part[world].T * weights[None, :]  # (NS, 3C)
+    moved = pos.reshape(-1)[:, None] - eta * drifts
+    ok = jnp.isfinite(moved)
+    bad_x = jnp.min(jnp.where(~ok & (w > 0), pos.reshape(-1)[:, None], jnp.inf))
+    worlds = jnp.broadcast_to(world[None, :], moved.shape)
+    ext, far_mass, far_y = _deposit(
+        jnp.where(ok, moved, lo).reshape(-1), jnp.where(ok, w, 0.0).reshape(-1),
+        worlds.reshape(-1), lo, h, plan,
     )  # fmt: skip
-    return new, record
+    new, spill = _fold(_diffuse(ext, ratio, plan), plan)
+    lost = far_mass + spill + dropped * jnp.sum(masses, axis=1)
+    first, last = _support(new, threshold, plan)
+    new_state = GridState(new[0], new[1], state.lost_in + lost[0], state.lost_out + lost[1])
+    atoms = 2 if plan.projected else 0
+    eps = grid_epsilon(new[0], new[1], delta, atoms=atoms) if plan.every_step else jnp.nan
+    record = StepRecord(
+        lost[0], lost[1], jnp.where(jnp.isfinite(bad_x), bad_x, jnp.nan), far_y,
+        jnp.asarray(eps, dtype), first, last,
+    )  # fmt: skip
+    return new_state, record
 
 
 def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t0):

@@ -21,9 +21,9 @@ import numpy as np
 import scipy.stats
 
 from advsim.adversaries import ThresholdSearch
-from advsim.bounds import gdp_epsilon, landscape_epsilon_curve, two_step_epsilon, two_step_gdp_curve
+from advsim.bounds import gdp_epsilon, two_step_epsilon, two_step_gdp_curve
 from advsim.experiment import run_threshold_search
-from advsim.mechanisms import ThresholdLandscape
+from advsim.mechanisms import ThresholdLandscape, landscape_epsilon_curve
 from advsim.plotting import _style, plot_ratio_heatmap, save_figure
 
 __all__ = [

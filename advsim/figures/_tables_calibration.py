@@ -18,7 +18,7 @@ Binomial(repeats, 1 - c) (the rule of `advsim.testing.Calibration`); `check` is 
   fraction over the truth, the median ratio to it and how often the audit's assumption
   check rejected.
 
-Exact references: `advsim.bounds.landscape_epsilon` (the landscape's exact grid law) and
+Exact references: `advsim.mechanisms.landscape_epsilon` (the landscape's exact grid law) and
 `heuristic_epsilon` (Theorem 1 of arXiv:2410.06186: exact for the linear process). `cap` is
 the largest eps_lower the (eps, delta) inequalities can give at that sample size and
 confidence (zero errors on the held-out half, Clopper-Pearson at (1 - c) / 4 for
@@ -47,8 +47,8 @@ from advsim import Scores
 from advsim._io import write_json
 from advsim.adversaries import ProjectionScore, ThresholdAdversary
 from advsim.audits import AssumptionRejectedWarning, audit, get_audit
-from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon, landscape_epsilon
-from advsim.mechanisms import LinearProcess, ThresholdLandscape
+from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
+from advsim.mechanisms import LinearProcess, ThresholdLandscape, landscape_epsilon
 from advsim.testing import simulation_sampler
 
 __all__ = [

@@ -25,11 +25,11 @@ import pytest
 from advsim.bounds import (
     ShiftedInterpolationBound,
     gdp_epsilon,
-    hockey_stick_epsilon,
     shifted_interpolation_bound,
     shifted_interpolation_epsilon,
 )
-from advsim.mechanisms import projected_canary_laws
+from advsim.exact import last_iterate_epsilon
+from advsim.mechanisms import ProjectedLinearCanary
 
 # A projected logistic regression shaped like breast_cancer's (L = largest feature norm
 # with the bias, M = L^2 / 4, lr at its largest allowed value 2 / (n M)).
@@ -208,11 +208,10 @@ def test_accepts_the_boundary_learning_rate_and_refuses_a_bad_delta():
 # A 1-D projected linear canary: the canary's loss -w (convex, 0-smooth, 1-Lipschitz,
 # C = L = 1), no other data, learning rate 1, K = [-R, R] (D = 2R), w_0 = 0:
 #   w_t = clamp(w_{t-1} + b + sigma Z_t, -R, R),  b = 1 canary in, 0 out.
-# This is `advsim.mechanisms.ProjectedLinearCanary`; its last iterate's law is the Markov
-# chain `projected_canary_laws` computes on a grid of step h = sigma / 200 (each step: the
-# Gaussian's CDF over the cells, the tails onto the end points +-R), and its eps(delta)
-# the hockey-stick divergence of the two laws, both directions; it converges from below
-# at first order in h, within 0.003 of its limit here (see that function). The bound
+# This is `advsim.mechanisms.ProjectedLinearCanary`; its last iterate's law is a Markov
+# chain, propagated by the exact-law engine (`advsim.exact`, checked against a dense
+# transition matrix in tests/mechanisms/test_projected.py), and its eps(delta) at every
+# T read off the finest grid (`every_step`), to its refinement estimate. The bound
 # must hold on this instance at every T; at the plateau it is 2.5-4.4x the exact
 # eps here, e.g. R = 0.5, sigma = 1: exact 2.27 against 10.00 (D/s = 1: mu* = 2). A plateau
 # half as large (mu*^2 = (D/s) (s/b)^2 instead of (3 D/s + k) (s/b)^2) fails the
@@ -222,8 +221,10 @@ def test_accepts_the_boundary_learning_rate_and_refuses_a_bad_delta():
 @pytest.mark.parametrize(("radius", "sigma"), [(0.5, 1.0), (2.0, 1.0), (1.0, 0.5), (5.0, 2.0)])
 def test_never_below_the_exact_epsilon_of_a_projected_linear_canary(radius, sigma):
     steps = (1, 2, 5, 20, 200)
-    laws = projected_canary_laws(steps, sigma, radius, cells_per_sigma=200)
-    exact = {t: hockey_stick_epsilon(1e-5, laws[t][1], laws[t][2]) for t in steps}
+    law = last_iterate_epsilon(
+        ProjectedLinearCanary(max(steps), sigma, radius=radius), 1e-5, every_step=True
+    )
+    exact = {t: law.epsilon_per_step[t - 1] + law.error for t in steps}
     run = dict(
         noise_multiplier=sigma, clip_norm=1.0, lipschitz=1.0, smoothness=0.0,
         learning_rate=1.0, num_examples=1, diameter=2 * radius,
