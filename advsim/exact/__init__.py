@@ -10,6 +10,8 @@ so its numerical error is measured, not assumed.
 
 - `last_iterate_epsilon`, `last_iterate_epsilons` (a batch vmapped in one call),
   `ExactEpsilon` (the result);
+- `grid_epsilon`, `grid_delta`: privacy of two laws sampled on the nodes of a grid (the
+  threshold cell integrated by interpolation);
 - `discrete_epsilon`, `discrete_privacy_profile`, `discrete_tradeoff`: privacy of two
   discrete laws on the same cells.
 """
@@ -19,6 +21,7 @@ from advsim.exact._api import (
     ERROR_KIND,
     ExactEpsilon,
     GridTooLargeError,
+    LostMassError,
     last_iterate_epsilon,
     last_iterate_epsilons,
 )
@@ -26,6 +29,8 @@ from advsim.exact._divergence import (
     discrete_epsilon,
     discrete_privacy_profile,
     discrete_tradeoff,
+    grid_delta,
+    grid_epsilon,
 )
 from advsim.exact._plan import check_scalar_law
 
@@ -34,10 +39,13 @@ __all__ = [
     "ERROR_KIND",
     "ExactEpsilon",
     "GridTooLargeError",
+    "LostMassError",
     "check_scalar_law",
     "discrete_epsilon",
     "discrete_privacy_profile",
     "discrete_tradeoff",
+    "grid_delta",
+    "grid_epsilon",
     "last_iterate_epsilon",
     "last_iterate_epsilons",
 ]

@@ -1,6 +1,6 @@
 """The layering the folders promise, checked on the source (DESIGN.md, "Where things live").
 
-- The engine (`advsim/_*.py`, `advsim/bounds/`) never imports the plug-in packages
+- The engine (`advsim/_*.py`, `advsim/bounds/`, `advsim/exact/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
 - The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/one_run.py`,
   `advsim/testing/`, `advsim/figures/`)
@@ -27,7 +27,11 @@ DRIVER_MODULES = (
 
 
 def _engine_files() -> list[Path]:
-    return sorted(ADVSIM.glob("_*.py")) + sorted((ADVSIM / "bounds").rglob("*.py"))
+    return (
+        sorted(ADVSIM.glob("_*.py"))
+        + sorted((ADVSIM / "bounds").rglob("*.py"))
+        + sorted((ADVSIM / "exact").rglob("*.py"))
+    )
 
 
 def _plugin_files() -> list[Path]:

@@ -44,6 +44,7 @@ from advsim.bounds import (
     two_step_epsilon,
     two_step_tradeoff,
 )
+from advsim.exact import last_iterate_epsilons
 from advsim.mechanisms import ThresholdLandscape, two_step_density, two_step_gdp_curve
 from advsim.mechanisms.landscape import landscape_epsilon, landscape_epsilon_curve, landscape_law
 
@@ -289,16 +290,18 @@ def test_gdp_audit_overshoots_the_exact_epsilon_when_b_is_small():
 
 def test_grid_law_matches_the_closed_forms():
     # T = 1: the Gaussian mechanism (gdp_epsilon); T = 2: the closed form of theta_2, in
-    # both orientations; the grid's binning costs ~1e-4 relative.
+    # both orientations (one batched call each); the grid's error is ~1e-4 relative.
     assert landscape_epsilon(DELTA, 1, 1.0, 1) == pytest.approx(gdp_epsilon(DELTA, 1.0), rel=1e-3)
-    for sigma, b in ((1.0, 1), (2.0, 4), (8.0, 1)):
-        for orientation in ("reinforce", "restore"):
-            got = landscape_epsilon(DELTA, 2, sigma, b, orientation=orientation)
+    cases = ((1.0, 1), (2.0, 4), (8.0, 1))
+    for orientation in ("reinforce", "restore"):
+        mechs = [ThresholdLandscape(2, s, b, orientation=orientation) for s, b in cases]
+        for (sigma, b), law in zip(cases, last_iterate_epsilons(mechs, DELTA), strict=True):
             ref = two_step_epsilon(DELTA, sigma, b, orientation=orientation)
-            assert got == pytest.approx(ref, rel=2e-3), (sigma, b, orientation)
-    # Every T at once equals T one at a time.
+            assert law.epsilon == pytest.approx(ref, rel=2e-3), (sigma, b, orientation)
+    # Every T at once: the last entry is the release's own epsilon (the same grid).
+    law = landscape_law(DELTA, 5, 2.0, 2, every_step=True)
     curve = landscape_epsilon_curve(DELTA, 5, 2.0, 2)
-    assert curve[4] == pytest.approx(landscape_epsilon(DELTA, 5, 2.0, 2), rel=1e-12)
+    assert curve[4] == pytest.approx(law.epsilon, rel=1e-9)
     assert np.all(np.diff(curve) <= 1e-9)  # post-processing: never more private info later
 
 
@@ -384,9 +387,9 @@ def test_exact_tails_are_those_of_a_constant_gradient_for_large_b():
     # eps(1e-5), are those of a constant g (Example 1 of arXiv:2405.14457 with step 1/B):
     # a shift of C under noise sigma C sqrt(1 + (T - 1)/B^2). For B >= 4 the exact eps
     # of theta_25 equals that Gaussian's to 1e-3 (the threshold adds a little at B = 1).
-    for sigma, b in ((1.0, 4), (4.0, 16), (8.0, 4)):
+    cases = ((1.0, 4), (4.0, 16), (8.0, 4), (1.0, 1))
+    laws = last_iterate_epsilons([ThresholdLandscape(25, s, b) for s, b in cases], DELTA)
+    for (sigma, b), law in zip(cases[:3], laws, strict=False):
         mu = 1.0 / (sigma * np.sqrt(1.0 + 24.0 / b**2))
-        assert landscape_epsilon(DELTA, 25, sigma, b) == pytest.approx(
-            gdp_epsilon(DELTA, mu), rel=2e-3
-        )
-    assert landscape_epsilon(DELTA, 25, 1.0, 1) > 1.3 * gdp_epsilon(DELTA, 1.0 / 5.0)
+        assert law.epsilon == pytest.approx(gdp_epsilon(DELTA, mu), rel=2e-3)
+    assert laws[3].epsilon > 1.3 * gdp_epsilon(DELTA, 1.0 / 5.0)

@@ -1,0 +1,293 @@
+"""`advsim.exact`: the last model's law of a scalar construction, propagated on a grid.
+
+Where the expected values come from:
+
+- Two discrete laws: randomised response with ratio 99 has eps(0) = log 99 (its privacy
+  loss takes the values +-log 99 only).
+- Two Gaussians N(1, s^2), N(0, s^2) sampled on a grid: eps(delta) of the continuous pair
+  is `gdp_epsilon(delta, 1/s)` (Corollary 2.13 of arXiv:1905.02383); the grid quadrature
+  with the threshold cell interpolated must reproduce it to ~1e-6 at 50 nodes per s.
+- The linear process: `heuristic_epsilon` is its exact epsilon (Theorem 1 of
+  arXiv:2410.06186: P = Binomial(n, q) + N(0, T sigma^2) against N(0, T sigma^2)).
+- The accuracy table (slow): the values the project knew before the engine, each from its
+  own derivation: the threshold landscape at sigma = 1 (T = 2: the closed form
+  `two_step_epsilon`; T = 25: an independent cell grid, see tests/mechanisms/
+  test_landscape.py), the quadratic regularizer's exact mixture (`quadratic_exact_epsilon`,
+  Section 4.2 of arXiv:2410.06186; 2.27487 checked with mpmath), the zeroing regularizer's
+  one-step epsilon (Section 4.1 there), the projected canary's dense chain (limit about
+  2.2779, tests/mechanisms/test_projected.py) and the heuristic for the linear process.
+"""
+
+from __future__ import annotations
+
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+
+import advsim
+from advsim import AbstractPerExampleData, AbstractScalarLaw, DPSGDParams
+from advsim.bounds import (
+    gdp_epsilon,
+    heuristic_epsilon,
+    quadratic_exact_epsilon,
+    two_step_epsilon,
+)
+from advsim.exact import (
+    GridTooLargeError,
+    LostMassError,
+    discrete_epsilon,
+    discrete_tradeoff,
+    grid_epsilon,
+    last_iterate_epsilon,
+    last_iterate_epsilons,
+)
+from advsim.exact._divergence import grid_epsilon_host
+from advsim.mechanisms import (
+    GradientCanary,
+    LinearProcess,
+    ProjectedLinearCanary,
+    QuadraticRegularizer,
+    ThresholdLandscape,
+    ZeroingRegularizer,
+)
+
+DELTA = 1e-5
+
+
+class Regularized(AbstractScalarLaw):
+    """The linear canary (-C) with a regularizer field given as a function (for the
+    error paths): a user's construction written the documented way."""
+
+    params: DPSGDParams
+    field: object = eqx.field(static=True)
+
+    def __init__(self, steps, sampling_prob, noise_multiplier, field, **dpsgd):
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
+        self.field = field
+
+    def init_model(self):
+        return jnp.zeros((1,))
+
+    def canary_gradient(self, model, t):
+        return -jnp.ones_like(model)
+
+    def regularizer_gradient(self, model, t):
+        return self.field(model)
+
+
+# --- reading privacy off two laws -------------------------------------------------------------
+
+
+def test_discrete_epsilon_of_randomised_response(x64):
+    p, q = jnp.array([0.99, 0.01]), jnp.array([0.01, 0.99])
+    assert float(discrete_epsilon(p, q, 0.0)) == pytest.approx(math.log(99), rel=1e-12)
+    # delta = 0.01 removes the 0.99 - e^eps 0.01 excess down to eps = log(0.98 / 0.01).
+    assert float(discrete_epsilon(p, q, 0.01)) == pytest.approx(math.log(98), rel=1e-12)
+    alpha, beta = discrete_tradeoff(np.asarray(p), np.asarray(q))
+    np.testing.assert_allclose(alpha, [0.0, 0.01, 1.0])
+    np.testing.assert_allclose(beta, [1.0, 0.01, 0.0], atol=1e-15)
+
+
+@pytest.mark.parametrize(("scale", "delta"), [(1.0, 1e-5), (0.5, 1e-5), (2.0, 1e-3)])
+def test_grid_epsilon_of_sampled_gaussians(scale, delta, x64):
+    want = gdp_epsilon(delta, 1.0 / scale)
+
+    def errors(per_sd):
+        h = scale / per_sd
+        x = np.arange(-20 * scale, 1 + 20 * scale, h)
+        p = scipy.stats.norm.pdf(x, 1.0, scale) * h
+        q = scipy.stats.norm.pdf(x, 0.0, scale) * h
+        return abs(grid_epsilon_host(p, q, delta) / want - 1), abs(
+            float(discrete_epsilon(p, q, delta)) / want - 1
+        )
+
+    # Second order and smooth in the spacing (so refinement measures it); the lattice sum
+    # alone (discrete_epsilon) puts the threshold on a node, an error that depends on where
+    # the threshold falls between nodes (sometimes small, never predictable).
+    coarse, _ = errors(25)
+    fine, _ = errors(50)
+    h = scale / 50
+    x = np.arange(-20 * scale, 1 + 20 * scale, h)
+    p, q = scipy.stats.norm.pdf(x, 1.0, scale) * h, scipy.stats.norm.pdf(x, 0.0, scale) * h
+    assert float(grid_epsilon(p, q, delta)) == pytest.approx(grid_epsilon_host(p, q, delta))
+    assert fine < 1e-4
+    assert 3.0 < coarse / fine < 5.0
+
+
+# --- the engine against the heuristic's exact case ----------------------------------------------
+
+
+def test_linear_process_is_the_heuristic():
+    mechs = [LinearProcess(5, q, 1.0) for q in (0.05, 0.2, 0.7)]
+    for mech, law in zip(mechs, last_iterate_epsilons(mechs, DELTA), strict=True):
+        want = heuristic_epsilon(DELTA, mech.accounting())
+        assert law.epsilon == pytest.approx(want, rel=1e-3), float(mech.sampling_prob)
+        assert abs(law.epsilon - want) <= 3 * law.error + 1e-6
+        assert law.error_kind == "refinement estimate" and len(law.epsilons) == 3
+        assert law.lost_mass[0] < 1e-12 and law.lost_mass[1] < 1e-12
+        # The profile and the trade-off curve are the same law's.
+        assert law.privacy_profile([law.epsilon])[0] == pytest.approx(DELTA, rel=1e-6)
+        alpha, beta = law.tradeoff()
+        assert alpha[0] == 0 and beta[0] == 1 and np.all(np.diff(alpha) >= 0)
+
+
+def test_a_batch_equals_its_members_and_calls_repeat():
+    mech = ZeroingRegularizer(4, 0.1, 1.0)
+    one = last_iterate_epsilon(mech, DELTA)
+    both = last_iterate_epsilons([mech, mech], DELTA)
+    assert [b.epsilon for b in both] == [one.epsilon, one.epsilon]
+    assert last_iterate_epsilon(mech, DELTA).epsilons == one.epsilons  # deterministic
+    assert one.epsilon == pytest.approx(heuristic_epsilon(DELTA, 1, 0.1, 1.0), rel=1e-3)
+
+
+def test_every_step_is_the_epsilon_after_each_step():
+    # The landscape at T = 2 in closed form (two_step_epsilon), T = 1 the Gaussian.
+    law = last_iterate_epsilon(ThresholdLandscape(2, 2.0, 4), DELTA, every_step=True)
+    assert law.epsilon_per_step.shape == (2,)
+    assert law.epsilon_per_step[0] == pytest.approx(gdp_epsilon(DELTA, 0.5), rel=1e-3)
+    assert law.epsilon_per_step[1] == pytest.approx(two_step_epsilon(DELTA, 2.0, 4), rel=1e-3)
+    assert law.epsilon_per_step[1] == pytest.approx(law.epsilon, rel=1e-9)
+
+
+# --- bad input and long work --------------------------------------------------------------------
+
+
+def test_a_mechanism_without_the_capability_is_refused():
+    with pytest.raises(TypeError, match="AbstractScalarLaw"):
+        last_iterate_epsilon(GradientCanary(5, 0.1, 1.0, dim=3), DELTA)
+    with pytest.raises(ValueError, match=r"shape \(2,\).*scalar model"):
+        last_iterate_epsilon(LinearProcess(5, 0.1, 1.0, dim=2), DELTA)
+
+    class PerExample(AbstractPerExampleData, AbstractScalarLaw):
+        params: DPSGDParams
+        num_examples: int = eqx.field(static=True, default=4)
+        max_batch_size: int = eqx.field(static=True, default=4)
+
+        def __init__(self):
+            self.params = DPSGDParams(3, 0.5, 1.0)
+
+        def init_model(self):
+            return jnp.zeros((1,))
+
+        def canary_gradient(self, model, t):
+            return -jnp.ones_like(model)
+
+        def example_gradients(self, model, indices, t):
+            return jnp.zeros((indices.shape[0], 1))
+
+    with pytest.raises(TypeError, match="per-example data"):
+        last_iterate_epsilon(PerExample(), DELTA)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"delta": 0.0}, "delta"),
+        ({"cells_per_sd": 1.0}, "cells_per_sd"),
+        ({"refinements": 0}, "refinements"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(kwargs, match):
+    args = {"delta": DELTA, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        last_iterate_epsilon(LinearProcess(3, 0.1, 1.0), **args)
+
+
+def test_a_grid_that_would_not_fit_is_refused_before_any_work():
+    with pytest.raises(GridTooLargeError, match=r"nodes.*cells_per_sd = 6.*max_bytes"):
+        last_iterate_epsilon(ThresholdLandscape(25, 1.0, 16), DELTA, max_bytes=2**20)
+
+
+def test_a_field_that_is_not_finite_stops_with_the_step_and_the_value():
+    # log(m + 3) is nan below m = -3, where the noise puts (tiny) mass from step 1 on.
+    mech = Regularized(5, 0.1, 1.0, lambda m: jnp.log(m + 3.0))
+    with pytest.raises(FloatingPointError, match=r"step \d.*m = -\d.*regularizer_gradient = nan"):
+        last_iterate_epsilon(mech, DELTA, refinements=1)
+
+
+def test_mass_leaving_the_grid_is_counted_and_reported():
+    mech = Regularized(10, 0.1, 1.0, lambda m: 0.0 * m)
+    with pytest.raises(
+        LostMassError, match=r"by step 1, mass .* left the grid \[-1\.\d+, 2\.\d+\]"
+    ):
+        last_iterate_epsilon(mech, DELTA, support=(-1.0, 2.0), refinements=1)
+    # Below the tolerance the lost mass is reported, not hidden.
+    law = last_iterate_epsilon(mech, DELTA, support=(-1.0, 2.0), refinements=1,
+                               lost_tolerance=1.0)  # fmt: skip
+    assert law.lost_mass[1] > 0.1 and law.eps_bracket[1] > law.eps_bracket[0]
+
+
+def test_a_batch_must_share_its_static_fields():
+    with pytest.raises(ValueError, match=r"mechanisms\[1\] differs"):
+        last_iterate_epsilons([LinearProcess(3, 0.1, 1.0), LinearProcess(4, 0.1, 1.0)], DELTA)
+
+
+def test_long_propagations_show_a_progress_bar(capsys):
+    last_iterate_epsilon(LinearProcess(3, 0.1, 1.0), DELTA, refinements=1, progress=True)
+    assert "exact law" in capsys.readouterr().err
+
+
+# --- accuracy against every exact value known before the engine ----------------------------------
+
+
+def _accuracy_rows():
+    """`(construction, parameters, mechanism, delta, reference, source)`."""
+    rows = []
+    for t, refs in ((2, (2.94326, 4.22638, 4.36731)), (25, (1.08463, 2.59530, 4.15623))):
+        for b, ref in zip((1, 4, 16), refs, strict=True):
+            source = "closed form (two_step_epsilon)" if t == 2 else "independent cell grid"
+            rows.append(("landscape", f"sigma=1 T={t} B={b}", ThresholdLandscape(t, 1.0, b),
+                         DELTA, ref, source))  # fmt: skip
+    for alpha in (0.0, 0.5, 1.0):
+        ref = quadratic_exact_epsilon(1e-6, 3, 0.1, 1.0, alpha)
+        rows.append(("quadratic", f"T=3 q=0.1 sigma=1 alpha={alpha}",
+                     QuadraticRegularizer(3, 0.1, 1.0, alpha=alpha), 1e-6, ref,
+                     "exact mixture (Sec. 4.2)"))  # fmt: skip
+    rows.append(("zeroing", "T=10 q=0.01 sigma=0.5", ZeroingRegularizer(10, 0.01, 0.5), DELTA,
+                 heuristic_epsilon(DELTA, 1, 0.01, 0.5), "one step (Sec. 4.1)"))  # fmt: skip
+    rows.append(("projected", "T=50 sigma=1 R=0.5", ProjectedLinearCanary(50, 1.0, radius=0.5),
+                 DELTA, 2.2779, "dense chain, extrapolated"))  # fmt: skip
+    for t in (1, 10, 100, 1000):
+        for q in (0.01, 0.1, 0.5):
+            rows.append(("linear", f"T={t} q={q} sigma=1", LinearProcess(t, q, 1.0), DELTA,
+                         heuristic_epsilon(DELTA, t, q, 1.0), "heuristic (Thm. 1)"))  # fmt: skip
+    return rows
+
+
+@pytest.mark.slow
+def test_accuracy_table():
+    rows = _accuracy_rows()
+    # One batched call per static structure (class, steps, schedule): the q's of the linear
+    # process at each T, the B's of the landscape at each T, the quadratic's alphas.
+    groups: dict = {}
+    for i, row in enumerate(rows):
+        key = (type(row[2]).__name__, row[2].steps, row[3])
+        groups.setdefault(key, []).append(i)
+    laws = [None] * len(rows)
+    for (_, _, delta), idx in groups.items():
+        for i, law in zip(idx, last_iterate_epsilons([rows[i][2] for i in idx], delta),
+                          strict=True):  # fmt: skip
+            laws[i] = law
+    lines = [f"{'construction':<11} {'parameters':<32} {'reference':>9} {'exact':>9} "
+             f"{'error est.':>10} {'rel. diff':>9}  source"]  # fmt: skip
+    worst = 0.0
+    for (name, params, _, _, ref, source), law in zip(rows, laws, strict=True):
+        rel = abs(law.epsilon / ref - 1)
+        worst = max(worst, rel)
+        lines.append(f"{name:<11} {params:<32} {ref:9.5f} {law.epsilon:9.5f} "
+                     f"{law.error:10.2e} {rel:9.1e}  {source}")  # fmt: skip
+    print("\n" + "\n".join(lines))
+    assert worst <= 1e-3, worst
+
+
+def test_every_builtin_scalar_construction_has_the_capability():
+    for mech in (LinearProcess(2, 0.1, 1.0), ZeroingRegularizer(2, 0.1, 1.0),
+                 QuadraticRegularizer(2, 0.1, 1.0, alpha=0.3), ThresholdLandscape(2, 1.0, 2),
+                 ThresholdLandscape(2, 1.0, 2, orientation="restore"),
+                 ProjectedLinearCanary(2, 1.0, radius=1.0)):  # fmt: skip
+        assert isinstance(mech, advsim.AbstractScalarLaw)
+        advsim.exact.check_scalar_law(mech)
