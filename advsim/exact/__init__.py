@@ -24,6 +24,7 @@ from advsim.exact._api import (
     LostMassError,
     last_iterate_epsilon,
     last_iterate_epsilons,
+    resolution_limit,
 )
 from advsim.exact._divergence import (
     discrete_epsilon,
@@ -48,4 +49,5 @@ __all__ = [
     "grid_epsilon",
     "last_iterate_epsilon",
     "last_iterate_epsilons",
+    "resolution_limit",
 ]

@@ -34,6 +34,7 @@ __all__ = [
     "LostMassError",
     "last_iterate_epsilon",
     "last_iterate_epsilons",
+    "resolution_limit",
 ]
 
 #: The coarsest grid's spacing is the smallest step's noise sd over this; the finer grids
@@ -48,6 +49,19 @@ SUPPORT_LEVEL = 1e-10
 WIDENINGS = 2
 #: Default cap on one propagation's working set.
 DEFAULT_MAX_BYTES = 8 * 2**30
+
+
+#: Masses below this (relative to a total of 1) are at the level of the rounding of the
+#: FFT convolutions (float64, ~1e-16 per step and node) and carry no information.
+MASS_FLOOR = 1e-14
+
+
+def resolution_limit(delta: float) -> float:
+    r"""The largest $\varepsilon(\delta)$ a float64 grid can resolve, $\log(\delta /
+    10^{-14})$ (20.7 at $\delta = 10^{-5}$): the least likely event that sets
+    $\varepsilon$ has out-world mass about $\delta e^{-\varepsilon}$, which must stay above
+    the rounding floor `MASS_FLOOR`."""
+    return math.log(delta / MASS_FLOOR)
 
 
 class GridTooLargeError(ValueError):
@@ -84,6 +98,9 @@ class ExactEpsilon:
         lost_mass: mass of (in, out) that left the finest grid or a count window, summed
             over the steps; never dropped silently.
         mass_error: $|1 - \text{mass kept} - \text{lost}|$ of the finest grid (rounding).
+        resolved: False when $\varepsilon$ exceeds `resolution_limit(delta)`: the events that
+            set it have out-world mass below the float64 grid's rounding floor, so the value
+            means nothing (and `error` is inf).
         eps_bracket: $\varepsilon$ of the finest grid with $\delta$ moved by the lost mass
             and the rounding, both ways: the range the lost mass alone allows.
         nodes: the finest grid's nodes.
@@ -108,6 +125,7 @@ class ExactEpsilon:
     lost_mass: tuple[float, float]
     mass_error: float
     eps_bracket: tuple[float, float]
+    resolved: bool
     nodes: int
     atoms: int
     grid: np.ndarray = dataclasses.field(repr=False)
@@ -137,6 +155,7 @@ class ExactEpsilon:
             "exact_observed_order": self.observed_order,
             "exact_lost_mass": list(self.lost_mass),
             "exact_nodes": self.nodes,
+            "exact_resolved": self.resolved,
             "delta": self.delta,
         }
 
@@ -381,6 +400,9 @@ def last_iterate_epsilons(
             order = math.log2(abs(diffs[-2] / diffs[-1]))
         error = abs(diffs[-1]) if diffs else math.nan
         error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
+        resolved = math.isfinite(eps[-1]) and eps[-1] <= resolution_limit(delta)
+        if not resolved:
+            error = math.inf
         results.append(
             ExactEpsilon(
                 epsilon=eps[-1],
@@ -392,6 +414,7 @@ def last_iterate_epsilons(
                 cells_per_sd=tuple(levels),
                 differences=diffs,
                 observed_order=order,
+                resolved=resolved,
                 lost_mass=lost,
                 mass_error=float(mass_error),
                 eps_bracket=bracket,
