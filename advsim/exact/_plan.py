@@ -99,11 +99,40 @@ class Layout:
         return self.lo + (self.nodes - 1) * self.spacing
 
 
+@eqx.filter_jit
+def _step_sizes(mech):
+    """eta_t for t = 1..T (one compilation per mechanism structure)."""
+    return jax.vmap(mech.step_size)(jnp.arange(1, mech.steps + 1, dtype=jnp.int32))
+
+
+@eqx.filter_jit
+def _hulls(mech, counts, m0):
+    """The noise-free hull of every step: [a_t, b_t] = the extremes of the drift's images
+    of REACH_POINTS points of [a_{t-1}, b_{t-1}] (every count corner, canary or not), and
+    the first point where a move is not finite (nan if none)."""
+
+    def body(carry, t):
+        a, b = carry
+        xs = jnp.linspace(a, b, REACH_POINTS)
+        canary, data, reg = _fields(mech, xs, t)
+        base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None], axis=-1)
+        with_canary = jnp.where(mech.canary_schedule.mask(t), canary, 0.0)
+        drifts = jnp.concatenate([base, base + with_canary[:, None]], axis=1)
+        ys = xs[:, None] - jnp.asarray(mech.step_size(t), jnp.float64) * drifts
+        finite = jnp.all(jnp.isfinite(ys), axis=1)
+        first_bad = jnp.where(jnp.all(finite), jnp.nan, xs[jnp.argmin(finite)])
+        ys = jnp.where(finite[:, None], ys, xs[:, None])
+        new = (jnp.min(ys), jnp.max(ys))
+        return new, (new[0], new[1], first_bad)
+
+    ts = jnp.arange(1, mech.steps + 1, dtype=jnp.int32)
+    return jax.lax.scan(body, (m0, m0), ts)[1]
+
+
 def _host_values(mech):
     """Concrete per-step values: step sizes, noise sds, canary presence probability."""
     steps = mech.steps
-    ts = jnp.arange(1, steps + 1, dtype=jnp.int32)
-    etas = np.asarray(jax.jit(jax.vmap(mech.step_size))(ts), np.float64).reshape(steps)
+    etas = np.asarray(_step_sizes(mech), np.float64).reshape(steps)
     sigma, c = float(mech.noise_multiplier), float(mech.clip_norm)
     noise = etas * sigma * c
     if not np.all(np.isfinite(noise) & (noise > 0)):
@@ -173,32 +202,16 @@ def _reach(mech, m0, noise, k_lo, windows):
         corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(low, high, strict=True)]))
         counts = jnp.asarray(corners.reshape(counts.shape[1], -1).T)
 
-    @jax.jit
-    def images(xs, t):
-        canary, data, reg = _fields(mech, xs, t)
-        base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None], axis=-1)
-        with_canary = jnp.where(mech.canary_schedule.mask(t), canary, 0.0)
-        drifts = jnp.concatenate([base, base + with_canary[:, None]], axis=1)
-        eta = jnp.asarray(mech.step_size(t), jnp.float64)
-        return xs[:, None] - eta * drifts
-
-    a = b = float(m0)
-    variance = 0.0
-    lo_all = hi_all = float(m0)
-    for t in range(1, mech.steps + 1):
-        xs = np.linspace(a, b, REACH_POINTS)
-        ys = np.asarray(images(jnp.asarray(xs), jnp.int32(t)))
-        if not np.all(np.isfinite(ys)):
-            bad = xs[np.argmax(~np.all(np.isfinite(ys), axis=1))]
-            raise FloatingPointError(
-                f"{type(mech).__name__}: at step {t} a field or the step size is not finite "
-                f"at m = {bad:.6g}"
-            )
-        a, b = float(ys.min()), float(ys.max())
-        variance += noise[t - 1] ** 2
-        radius = NOISE_SDS * math.sqrt(variance)
-        lo_all = min(lo_all, a - radius)
-        hi_all = max(hi_all, b + radius)
+    lows, highs, bad = (np.asarray(v) for v in _hulls(mech, counts, jnp.float64(m0)))
+    if np.any(np.isfinite(bad)):
+        t = int(np.argmax(np.isfinite(bad)))
+        raise FloatingPointError(
+            f"{type(mech).__name__}: at step {t + 1} a field or the step size is not finite "
+            f"at m = {bad[t]:.6g}"
+        )
+    radius = NOISE_SDS * np.sqrt(np.cumsum(np.asarray(noise) ** 2))
+    lo_all = min(float(m0), float(np.min(lows - radius)))
+    hi_all = max(float(m0), float(np.max(highs + radius)))
     return lo_all, hi_all
 
 
@@ -212,7 +225,9 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
         bps = np.asarray(mech.field_breakpoints(), np.float64).reshape(-1)
         if not np.all(np.isfinite(bps)):
             raise ValueError(f"{type(mech).__name__}.field_breakpoints() must be finite")
-        spacing = float(noise.min()) / cells_per_sd
+        # Finer than the noise of every step and than every step's clipped move eta_t C
+        # (a large sigma must not make the grid coarser than the drift it resolves).
+        spacing = float(min(noise.min(), (etas * float(mech.clip_norm)).min())) / cells_per_sd
         projected = isinstance(mech, AbstractProjected)
         if projected:
             a, b = _interval(mech, m0)
