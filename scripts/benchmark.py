@@ -18,9 +18,20 @@ Prints, in one run on this machine:
   6. `heuristic_epsilon_max_over_steps` at T = 10^4 and 10^5 (targets < 0.5 s and < 5 s)
      against the previous method, every t through `heuristic_epsilon_curve` (at 10^5 in
      a subprocess, stopped after --old-max-timeout seconds).
+  7. the exact engine (`advsim.exact`), each row timed in a fresh process (imports
+     excluded, JAX compilation included), with the load average and CPU time beside the
+     wall time: "exact linear T=1000", the README audit's process (target eps 8, delta
+     1e-5, q 0.01) on the coarsest grid of a short ladder of cells per sd whose error
+     estimate and distance to `heuristic_epsilon` (exact for this process, Theorem 1 of
+     arXiv:2410.06186) are both below 1e-3 relative (first call, target < 10 s, and a
+     second identical call); "exact landscape heatmap", the 4 x 3 heatmap of Cebere et
+     al.'s Fig. 4 (ThresholdLandscape, T = 25, sigma in {1, 2, 4, 8} x B in {1, 4, 16},
+     delta 1e-5; target < 30 s), in the fastest grouping of the cells into batched calls
+     (`--exact-groupings all` times every grouping, each in its own fresh process).
 
 Usage: python scripts/benchmark.py [--trials 200000] [--steps 1000] [--quick]
-           [--only {all,simulation,bounds,sampling}]
+           [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap}]
+           [--exact-groupings {one,by-B,separate,all} ...]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
 
@@ -29,6 +40,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import multiprocessing as mp
+import os
 import time
 from pathlib import Path
 
@@ -239,6 +251,213 @@ def max_over_steps_rows(timeout: float, q=0.01, sigma=1.0, delta=1e-5) -> None:
         )
 
 
+# --- the exact engine (advsim.exact) --------------------------------------------------------
+
+#: Cells per noise sd tried for "exact linear T=1000", coarsest first (the engine needs >= 2).
+EXACT_LADDER = (2.0, 3.0, 4.0, 6.0)
+#: The relative accuracy the exact rows ask for.
+EXACT_RTOL = 1e-3
+#: Cebere et al.'s Fig. 4 heatmap: T = 25, sigma x B.
+HEATMAP_STEPS = 25
+HEATMAP_SIGMAS = (1.0, 2.0, 4.0, 8.0)
+HEATMAP_BATCHES = (1, 4, 16)
+#: How the heatmap's 12 cells are split into `last_iterate_epsilons` calls; "one" (a single
+#: batched call: 3 compilations, every cell on the largest grid) was the fastest measured.
+HEATMAP_GROUPINGS = ("one", "by-B", "separate")
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _timed_call(fn, *args, **kwargs):
+    """(value, wall seconds, CPU seconds of this process, all threads)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = fn(*args, **kwargs)
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _exact_linear_worker(cells, steps, q, sigma, delta, out):
+    """In a fresh process: the first call (compilation included) and a second one."""
+    from advsim.exact import last_iterate_epsilon
+    from advsim.mechanisms import LinearProcess
+
+    mech = LinearProcess(steps, q, sigma)
+    load = _load()
+    kwargs = {"cells_per_sd": cells, "progress": False}
+    first, wall1, cpu1 = _timed_call(last_iterate_epsilon, mech, delta, **kwargs)
+    second, wall2, cpu2 = _timed_call(last_iterate_epsilon, mech, delta, **kwargs)
+    assert second.epsilon == first.epsilon
+    out.put({
+        "epsilon": first.epsilon, "error": first.error, "nodes": first.nodes,
+        "wall1": wall1, "cpu1": cpu1, "wall2": wall2, "cpu2": cpu2, "load": load,
+    })  # fmt: skip
+
+
+def _in_fresh_process(target, *args):
+    """target(*args, queue) in a spawned process; what it puts (or an error if it died)."""
+    import queue
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, out))
+    proc.start()
+    while True:
+        try:
+            value = out.get(timeout=1.0)
+            break
+        except queue.Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"{target.__name__} died (exit code {proc.exitcode})") from None
+    proc.join()
+    return value
+
+
+def exact_linear_rows(steps=1000, q=0.01, target=8.0, delta=1e-5) -> None:
+    from advsim.bounds import calibrate_noise_multiplier, heuristic_epsilon
+
+    sigma = calibrate_noise_multiplier(target, delta, steps, q)
+    heuristic = heuristic_epsilon(delta, steps, q, sigma)
+    print(
+        f"exact linear T={steps}: LinearProcess({steps}, {q:g}, sigma {sigma:.6f} = calibrated "
+        f"to eps {target:g}), delta {delta:g}; heuristic_epsilon (exact here, Thm 1 of "
+        f"arXiv:2410.06186) = {heuristic:.6f}; each rung in a fresh process (imports "
+        "excluded, compilation included):"
+    )
+    print(
+        f"  {'cells/sd':>8} {'nodes':>6} {'epsilon':>9} {'rel. err':>9} {'err. est.':>9} "
+        f"{'est./eps':>8} | {'1st wall':>8} {'CPU':>6} | {'2nd wall':>8} {'CPU':>6} | "
+        f"{'load':>5}"
+    )
+    chosen = None
+    for cells in EXACT_LADDER:
+        r = _in_fresh_process(_exact_linear_worker, cells, steps, q, sigma, delta)
+        rel = abs(r["epsilon"] / heuristic - 1)
+        ok = r["error"] < EXACT_RTOL * r["epsilon"] and rel < EXACT_RTOL
+        print(
+            f"  {cells:>8g} {r['nodes']:>6} {r['epsilon']:>9.6f} {rel:>9.1e} "
+            f"{r['error']:>9.1e} {r['error'] / r['epsilon']:>8.1e} | {r['wall1']:>7.2f}s "
+            f"{r['cpu1']:>5.2f}s | {r['wall2']:>7.2f}s {r['cpu2']:>5.2f}s | {r['load']:>5.2f}"
+            f"  {'<- both below 1e-3' if ok else '(not both below 1e-3)'}",
+            flush=True,
+        )
+        if ok:
+            chosen = (cells, r)
+            break
+    if chosen is None:
+        print(f"  no rung of {EXACT_LADDER} reached {EXACT_RTOL:g} relative accuracy")
+        return
+    cells, r = chosen
+    print(
+        f"  exact linear T={steps} at {EXACT_RTOL:g} relative accuracy: cells_per_sd "
+        f"{cells:g}, {r['nodes']} nodes, first call {r['wall1']:.2f} s wall (target < 10 s), "
+        f"second {r['wall2']:.2f} s"
+    )
+
+
+def _heatmap_groups(grouping):
+    cells = [(s, b) for s in HEATMAP_SIGMAS for b in HEATMAP_BATCHES]
+    if grouping == "one":
+        return [cells]
+    if grouping == "by-B":  # the grid's nodes grow with B / sigma; sigma moves them less
+        return [[c for c in cells if c[1] == b] for b in HEATMAP_BATCHES]
+    if grouping == "separate":
+        return [[c] for c in cells]
+    raise ValueError(grouping)
+
+
+def _exact_heatmap_worker(grouping, delta, out):
+    """In a fresh process: every cell at the default accuracy, in `grouping`'s batched
+    calls; then the cells whose error estimate is not below EXACT_RTOL x epsilon again, in
+    one batched call at twice the cells per sd (up to twice), the time counted."""
+    from advsim.exact import DEFAULT_CELLS_PER_SD, last_iterate_epsilons
+    from advsim.mechanisms import ThresholdLandscape
+
+    load = _load()
+    results, calls = {}, []
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for group in _heatmap_groups(grouping):
+        mechs = [ThresholdLandscape(HEATMAP_STEPS, s, b) for s, b in group]
+        res, wall, cpu = _timed_call(last_iterate_epsilons, mechs, delta, progress=False)
+        calls.append((group, res[0].nodes, wall, cpu))
+        for cell, r in zip(group, res, strict=True):
+            results[cell] = (r.epsilon, r.error, r.nodes, DEFAULT_CELLS_PER_SD)
+    default_wall, default_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    default = dict(results)
+    cells_per_sd = DEFAULT_CELLS_PER_SD
+    for _ in range(2):
+        failing = [c for c, (e, err, _, _) in results.items() if not err < EXACT_RTOL * e]
+        if not failing:
+            break
+        cells_per_sd *= 2
+        mechs = [ThresholdLandscape(HEATMAP_STEPS, s, b) for s, b in failing]
+        res, wall, cpu = _timed_call(
+            last_iterate_epsilons, mechs, delta, cells_per_sd=cells_per_sd, progress=False
+        )
+        calls.append((failing, res[0].nodes, wall, cpu, cells_per_sd))
+        for cell, r in zip(failing, res, strict=True):
+            results[cell] = (r.epsilon, r.error, r.nodes, cells_per_sd)
+    out.put({
+        "results": results, "default": default, "calls": calls, "load": load,
+        "default_wall": default_wall, "default_cpu": default_cpu,
+        "wall": time.perf_counter() - wall0, "cpu": time.process_time() - cpu0,
+        "load_after": _load(),
+    })  # fmt: skip
+
+
+def exact_heatmap_rows(groupings, delta=1e-5) -> None:
+    print(
+        f"exact landscape heatmap: ThresholdLandscape(T={HEATMAP_STEPS}, sigma, B), sigma in "
+        f"{HEATMAP_SIGMAS}, B in {HEATMAP_BATCHES}, delta {delta:g}, default accuracy (a cell "
+        "whose error estimate is not below 1e-3 x eps is redone at twice the cells per sd, "
+        "its time counted); each grouping in a fresh process (imports excluded, compilation "
+        "included):"
+    )
+    runs = {}
+    for grouping in groupings:
+        r = runs[grouping] = _in_fresh_process(_exact_heatmap_worker, grouping, delta)
+        calls = "; ".join(
+            f"{len(c[0])} cell{'s' if len(c[0]) > 1 else ''}"
+            f"{f' at {c[4]:g} cells/sd' if len(c) > 4 else ''}, {c[1]} nodes: "
+            f"{c[2]:.2f} s wall, {c[3]:.2f} s CPU"
+            for c in r["calls"]
+        )
+        print(
+            f"  {grouping:>8}: total {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU (default "
+            f"accuracy {r['default_wall']:.2f} s wall, {r['default_cpu']:.2f} s CPU); load "
+            f"{r['load']:.2f} -> {r['load_after']:.2f}; calls: {calls}",
+            flush=True,
+        )
+    best = min(runs, key=lambda g: runs[g]["wall"])
+    r = runs[best]
+    results, default = r["results"], r["default"]
+    print(
+        f"  exact landscape heatmap ({best}): {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU "
+        "(target < 30 s); exact eps(delta), rows sigma, columns B:"
+    )
+    print("    " + f"{'sigma | B':>9}" + "".join(f"{b:>10}" for b in HEATMAP_BATCHES))
+    for s in HEATMAP_SIGMAS:
+        row = "".join(f"{results[(s, b)][0]:>10.5f}" for b in HEATMAP_BATCHES)
+        print(f"    {s:>9g}{row}")
+    print("    error estimate / epsilon at default accuracy (* : not below 1e-3, redone):")
+    for s in HEATMAP_SIGMAS:
+        row = ""
+        for b in HEATMAP_BATCHES:
+            e, err, _, _ = default[(s, b)]
+            row += f"{err / e:>9.1e}{' ' if err < EXACT_RTOL * e else '*'}"
+        print(f"    {s:>9g}{row}")
+    redone = {c: v for c, v in results.items() if v[3] != default[c][3]}
+    for (s, b), (e, err, nodes, cells) in redone.items():
+        e0 = default[(s, b)][0]
+        print(
+            f"    sigma {s:g}, B {b}: at {cells:g} cells/sd eps {e:.6f}, error estimate "
+            f"{err:.1e} ({err / e:.1e} relative; {nodes} nodes); the default grid's eps "
+            f"{e0:.6f} differs by {abs(e0 / e - 1):.1e} relative"
+        )
+    worst = max(v[1] / v[0] for v in results.values())
+    print(f"    largest error estimate / epsilon, final: {worst:.1e} (want < {EXACT_RTOL:g})")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000, help="runs per world")
@@ -260,10 +479,26 @@ def main(argv=None) -> None:
     )
     parser.add_argument(
         "--only",
-        choices=("all", "simulation", "bounds", "sampling"),
+        choices=(
+            "all",
+            "simulation",
+            "bounds",
+            "sampling",
+            "exact",
+            "exact-linear",
+            "exact-heatmap",
+        ),
         default="all",
         help="which rows (sampling: scripts/benchmark_sampling.py's binomial, Figure 2 and "
-        "d-dimensional rows)",
+        "d-dimensional rows; exact: the exact engine's two rows, or one of them)",
+    )
+    parser.add_argument(
+        "--exact-groupings",
+        nargs="+",
+        choices=(*HEATMAP_GROUPINGS, "all"),
+        default=[HEATMAP_GROUPINGS[0]],
+        help="how the exact heatmap's 12 cells are batched (each timed in a fresh process; "
+        "default: 'one', the fastest measured; 'all': every grouping)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer runs, fewer repeats")
     args = parser.parse_args(argv)
@@ -283,6 +518,13 @@ def main(argv=None) -> None:
         spec.loader.exec_module(sampling)
         sampling.main(["--quick"] if args.quick else [])
     if args.only == "sampling":
+        return
+    if args.only in ("all", "exact", "exact-linear"):
+        exact_linear_rows()
+    if args.only in ("all", "exact", "exact-heatmap"):
+        groupings = args.exact_groupings
+        exact_heatmap_rows(HEATMAP_GROUPINGS if "all" in groupings else groupings)
+    if args.only.startswith("exact"):
         return
     if args.only in ("all", "bounds"):
         cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)
