@@ -30,6 +30,7 @@ SOURCE_DIR = ROOT / "build" / "docs-src"
 PUBLIC_MODULES = (
     "advsim",
     "advsim.bounds",
+    "advsim.exact",
     "advsim.audits",
     "advsim.mechanisms",
     "advsim.adversaries",

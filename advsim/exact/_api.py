@@ -37,11 +37,13 @@ __all__ = [
     "resolution_limit",
 ]
 
-#: The coarsest grid's spacing is the smallest step's noise sd over this; the finer grids
-#: halve it. With 3 refinements the finest has 24 nodes per noise sd.
 DEFAULT_CELLS_PER_SD = 6.0
-#: What the `error` of a grid result is: the change between the two finest grids.
+"""Nodes per noise standard deviation on the coarsest grid (its spacing: the smallest of
+every step's noise sd and clipped move, over this); the finer grids halve it, so with 3
+refinements the finest has 24."""
 ERROR_KIND = "refinement estimate"
+"""What the `error` of a grid result is: the change between the two finest grids (plus the
+lost mass's effect), an estimate of the discretisation error, not a bound."""
 #: The finer grids cover the nodes where the coarsest grid held more than this times
 #: delta at some step (plus a margin); what the cut leaves out is counted as lost mass.
 SUPPORT_LEVEL = 1e-10
@@ -51,9 +53,9 @@ WIDENINGS = 2
 DEFAULT_MAX_BYTES = 8 * 2**30
 
 
-#: Masses below this (relative to a total of 1) are at the level of the rounding of the
-#: FFT convolutions (float64, ~1e-16 per step and node) and carry no information.
 MASS_FLOOR = 1e-14
+"""Masses below this (relative to a total of 1) are at the level of the rounding of the FFT
+convolutions (float64, ~1e-16 per step and node) and carry no information."""
 
 
 def resolution_limit(delta: float) -> float:
