@@ -7,12 +7,20 @@ heuristic, composition and full-batch bounds computed from `mechanism.accounting
 the mechanism actually run. `run_threshold_search` is the experiment loop of Algorithm 5
 of arXiv:2405.14457 (one audit per threshold of an `advsim.adversaries.ThresholdSearch`,
 the best kept).
+
+Where the mechanism has the capability (`advsim.AbstractScalarLaw`: a scalar model whose
+gradients are functions of (m, t)), `run_audit(..., exact=True)` also reads the exact
+epsilon(delta) of the last model (`advsim.exact.last_iterate_epsilon`) beside the bounds:
+`exact_columns` gives those columns for any mechanism (empty, with the reason, where it
+lacks the capability), each distinct mechanism computed once per process.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import math
 import time
 import warnings
 from collections.abc import Iterator
@@ -28,15 +36,36 @@ from advsim._validation import check_delta, check_in_interval, check_int
 from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
+from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, last_iterate_epsilon
+from advsim.exact._plan import layout
 
 __all__ = [
+    "EXACT_COLUMNS",
+    "EXACT_MAX_WORK",
+    "EXACT_REFINEMENTS",
     "AuditRecord",
     "DEFAULT_STEPS",
     "ThresholdSearchResult",
+    "exact_columns",
     "run_audit",
     "run_threshold_search",
     "threshold_search",
 ]
+
+EXACT_COLUMNS = ("exact_epsilon", "exact_error", "exact_error_kind", "exact_note")
+"""The exact columns of a record or table row, in table order (`exact_columns`):
+`exact_epsilon`, the exact epsilon(delta) of the last model (the finest grid's value);
+`exact_error`, its numerical error as a refinement estimate (the change between the two
+finest grids, plus the lost mass's effect; never a bound); `exact_error_kind`, what the
+error is ("refinement estimate"); `exact_note`, why the columns are empty, where they are."""
+EXACT_REFINEMENTS = 3
+"""Grids of the exact engine by default: 6, 12 and 24 nodes per noise sd (the engine's own
+default, and the sweeps', `advsim audit` included)."""
+EXACT_MAX_WORK = 1e8
+"""`exact_columns` skips (with a note) a mechanism whose coarsest grid holds more than this
+many nodes x steps (x count components): about a minute of CPU and more. The linear
+process at T = 1000 takes 1.5e7 (10 s with its compilation); at T = 10^4, q = 0.001,
+sigma = 0.8 it takes 8.9e8 (over 20 minutes)."""
 
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 """Steps of the built-in experiment (the last-iterate paper's gradient-canary setting, Figure 3
@@ -56,6 +85,11 @@ class AuditRecord:
     an epsilon is missing (`eps_lower_note`, `eps_point_note`), and whether the point
     estimate lies above the composition bound (`eps_point_above_composition`: no
     DP-SGD run can have such an eps, so it is an estimate outside the possible range).
+
+    With `run_audit(..., exact=True)` and a mechanism that has the capability, the
+    `EXACT_COLUMNS` hold the exact epsilon of the last model and its refinement-estimated
+    error (`exact_columns`); otherwise they are None (`exact_note` says why, unless exact
+    was not asked for). `exact_time_s` is what computing them took, compilation included.
     """
 
     mechanism: str
@@ -90,6 +124,11 @@ class AuditRecord:
     simulate_time_s: float
     audit_time_s: float
     bounds_time_s: float
+    exact_epsilon: float | None = None
+    exact_error: float | None = None
+    exact_error_kind: str | None = None
+    exact_note: str | None = None
+    exact_time_s: float = 0.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -122,6 +161,128 @@ def _stopwatch() -> Iterator[dict]:
         jax.monitoring.unregister_event_duration_listener(listener)
 
 
+#: Finished exact results (`exact_columns`), by mechanism and settings: the last ones kept.
+_EXACT_CACHE: collections.OrderedDict = collections.OrderedDict()
+_EXACT_CACHE_SIZE = 1024
+
+
+def _fingerprint(mechanism) -> tuple | None:
+    """A hashable key of everything that determines a mechanism's law: its pytree structure
+    (class and static fields) and its leaves' values; None where one cannot be made."""
+    try:
+        leaves, treedef = jax.tree.flatten(mechanism)
+        parts = []
+        for leaf in leaves:
+            if isinstance(leaf, bool | int | float | complex | str | None):
+                parts.append((type(leaf).__name__, leaf))
+            else:
+                a = np.asarray(leaf)
+                if a.dtype == object:
+                    return None
+                parts.append((a.dtype.str, a.shape, a.tobytes()))
+        key = (treedef, tuple(parts))
+        hash(key)
+        return key
+    except (TypeError, ValueError):  # an unhashable static field, a leaf numpy cannot read
+        return None
+
+
+def exact_columns(
+    mechanism: AbstractMechanism,
+    delta: float,
+    *,
+    refinements: int = EXACT_REFINEMENTS,
+    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
+    max_work: float | None = EXACT_MAX_WORK,
+    progress: bool | None = False,
+) -> dict:
+    """The `EXACT_COLUMNS` of a mechanism: the exact epsilon(delta) of its last model where
+    it has the capability, else empty with the reason.
+
+    A mechanism has the capability when it is an `advsim.AbstractScalarLaw` that passes
+    `advsim.exact.check_scalar_law` (scalar model, gradients functions of (m, t), no
+    per-example data): then `advsim.exact.last_iterate_epsilon(mechanism, delta,
+    refinements=..., cells_per_sd=...)` gives `exact_epsilon` (the finest grid's value)
+    and `exact_error` (a refinement estimate, not a bound: `exact_error_kind`). A
+    mechanism without it (a vector model, per-example data) gets None in every column and
+    the reason in `exact_note`; so does one the engine refuses at these parameters (a grid
+    over the memory cap, mass leaving the grid, a field not finite), with the engine's
+    message, and one whose coarsest grid exceeds `max_work` nodes x steps (minutes of
+    CPU: call `advsim.exact.last_iterate_epsilon` for it): nothing is raised for a missing
+    exact value.
+
+    Each distinct mechanism (class, static fields and array values) is computed once per
+    process: a replicate, or any later row with the same mechanism and settings, reuses it.
+
+    Args:
+        mechanism: any advsim mechanism (for an audit: the one the adversary crafted).
+        delta: delta in (0, 1).
+        refinements: grids, each twice as fine as the last (>= 2 for an error estimate).
+        cells_per_sd: nodes per noise sd of the coarsest grid.
+        max_work: the largest coarsest grid computed, in nodes x steps x count components
+            (None: no limit).
+        progress: the engine's tqdm bar over the steps (None: automatic for long runs).
+
+    Returns:
+        `{"exact_epsilon", "exact_error", "exact_error_kind", "exact_note"}`.
+    """
+    delta = check_delta("delta", delta)
+    empty = dict.fromkeys(EXACT_COLUMNS)
+    try:
+        check_scalar_law(mechanism)
+    except (TypeError, ValueError) as err:
+        return {**empty, "exact_note": f"no exact value: {_message(err)}"}
+    key = _fingerprint(mechanism)
+    if key is not None:
+        key = (key, float(delta), int(refinements), float(cells_per_sd), max_work)
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            found = _EXACT_CACHE[key]
+            _EXACT_CACHE.move_to_end(key)
+            return dict(found)
+    out = _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progress)
+    if key is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            _EXACT_CACHE[key] = dict(out)
+            while len(_EXACT_CACHE) > _EXACT_CACHE_SIZE:
+                _EXACT_CACHE.popitem(last=False)
+    return out
+
+
+def _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progress) -> dict:
+    empty = dict.fromkeys(EXACT_COLUMNS)
+    try:
+        if max_work is not None:
+            grid = layout(mechanism, cells_per_sd)
+            work = grid.nodes * mechanism.steps * math.prod(grid.windows)
+            if work > max_work:
+                return {**empty, "exact_note": (
+                    f"skipped: the exact engine's coarsest grid would be {grid.nodes:,} "
+                    f"nodes x {mechanism.steps:,} steps (x count components: {work:.2g} > "
+                    f"{max_work:.2g}, minutes of CPU); call advsim.exact.last_iterate_epsilon"
+                )}  # fmt: skip
+        result = last_iterate_epsilon(
+            mechanism, delta, refinements=refinements, cells_per_sd=cells_per_sd,
+            progress=progress,
+        )  # fmt: skip
+    except (ValueError, ArithmeticError) as err:  # out of the engine's reach (ValueError:
+        # a grid over the memory cap, a parameter; FloatingPointError: lost mass, a field)
+        return {**empty, "exact_note": f"exact engine: {_message(err)}"}
+    error = float(result.error)
+    note = None
+    if not math.isfinite(error):  # nan: one grid; inf: the engine's estimate is unbounded
+        note = f"exact_error is {error}: no finite refinement estimate (advsim.exact)"
+    return {
+        "exact_epsilon": float(result.epsilon),
+        "exact_error": error,
+        "exact_error_kind": result.error_kind,
+        "exact_note": note,
+    }
+
+
+def _message(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def run_audit(
     mechanism: AbstractMechanism,
     adversary: AbstractAdversary,
@@ -134,8 +295,11 @@ def run_audit(
     threshold_selection: str = "split",
     chunk_size: int | None = None,
     progress: bool | None = None,
+    exact: bool = False,
+    exact_refinements: int = EXACT_REFINEMENTS,
 ) -> AuditRecord:
-    """Simulates, audits and bounds one configuration.
+    """Simulates, audits and bounds one configuration (and, with `exact`, reads the exact
+    epsilon of the last model where the mechanism has the capability).
 
     Args:
         mechanism: the DP-SGD run.
@@ -151,13 +315,18 @@ def run_audit(
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
         threshold_selection: "split" (rigorous) or "same" (optimistic, as in the papers).
         chunk_size: runs per compiled chunk (results do not depend on it).
-        progress: tqdm bar (default: automatic for long simulations).
+        progress: tqdm bars (default: automatic for long simulations and exact runs).
+        exact: also fill the record's `EXACT_COLUMNS` with `exact_columns` of the crafted
+            mechanism (empty, with the reason, where it lacks the capability). Off by
+            default here: a first call for a new shape compiles the engine (seconds).
+        exact_refinements: the exact engine's grids (`exact_columns`).
 
     Returns:
         An `AuditRecord`; besides `wall_time_s`, it says where the time went:
         `compile_time_s` (JAX tracing and compilation, measured by `jax.monitoring`),
         `simulate_time_s` (simulating, compilation excluded),
-        `audit_time_s` and `bounds_time_s` (each without the compilation inside it).
+        `audit_time_s` and `bounds_time_s` (each without the compilation inside it),
+        `exact_time_s` (the exact columns, their compilation included; 0 without `exact`).
     """
     trials = check_int("trials", trials, minimum=2)
     delta = check_delta("delta", delta)
@@ -187,6 +356,17 @@ def run_audit(
             threshold_selection=threshold_selection,
             seed=seed,
         )
+    exact_cols = dict.fromkeys(EXACT_COLUMNS)
+    exact_time = 0.0
+    if exact:
+        with _stopwatch() as exact_clock:
+            exact_cols = exact_columns(
+                crafted,
+                delta,
+                refinements=exact_refinements,
+                progress=False if progress is False else None,
+            )
+        exact_time = exact_clock["wall"]
     clocks = (sim_clock, audit_clock, bounds_clock)
     composition = float(bounds["composition"])
     return AuditRecord(
@@ -223,6 +403,8 @@ def run_audit(
         simulate_time_s=sim_clock["wall"] - sim_clock["compile"],
         audit_time_s=audit_clock["wall"] - audit_clock["compile"],
         bounds_time_s=bounds_clock["wall"] - bounds_clock["compile"],
+        **exact_cols,
+        exact_time_s=exact_time,
     )
 
 

@@ -303,11 +303,16 @@ def _pivot(rows: Sequence[Mapping], x: str, y: str, value) -> tuple[list, list, 
     return xs, ys, mat
 
 
+#: Result columns of a sweep table (`advsim.sweep.AUDIT_COLUMNS`, `BOUNDS_COLUMNS`) that are
+#: not parameters (a test keeps the two in step).
 _NOT_PARAMS = {
     "cell", "cell_id", "eps_lower", "eps_point", "heuristic", "composition", "full_batch",
     "threshold", "fpr", "fnr", "wall_time_s", "seed", "rigorous", "num_canary_steps",
     "guarantee", "assumption", "assumption_rejected", "eps_point_above_composition",
     "eps_lower_note", "eps_point_note",
+    "exact_epsilon", "exact_error", "exact_error_kind", "exact_note",
+    "calibrate_time_s", "compile_time_s", "simulate_time_s", "audit_time_s", "bounds_time_s",
+    "exact_time_s",
 }
 
 

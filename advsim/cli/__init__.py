@@ -201,7 +201,9 @@ DIR/results.csv and results.json (the table), DIR/run.json (config and provenanc
 killed sweep loses at most the cells in flight: --resume finishes it.
 
 The config (read as data, never code):
-  [sweep]       mode = "audit" or "bounds"; seed; trials, delta, method, confidence, ...
+  [sweep]       mode = "audit" or "bounds"; seed; trials, delta, method, confidence, ...;
+                exact = false: no exact epsilon column (default: where the mechanism has
+                the capability, the exact epsilon of the last model, advsim.exact)
   [mechanism]   name = an alias (linear, linear-data, landscape, gradient-canary) or a
                 class path "module:Class"; the other keys go to its constructor
   [adversary]   name = an alias (projection, llr, ...) or a class path (audit mode)
@@ -328,7 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=_para(
             "Simulates both worlds (canary in, canary out) for each T, audits the "
             "scores and prints one row per T as soon as it is done: sigma, eps_lower, eps_point, "
-            "the heuristic and composition bounds, and what eps_lower certifies; then where the "
+            "the exact epsilon of the last model with its refinement-estimated error (where the "
+            "mechanism has the capability: a scalar model), the heuristic and composition "
+            "bounds, and what eps_lower certifies; then where the "
             "time went. With no options: the linear 1-D process, q=0.01, sigma calibrated to "
             "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing."
         ),
@@ -336,6 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for flag, kwargs in _audit_options():
         a.add_argument(flag, **kwargs)
+    a.add_argument(
+        "--no-exact",
+        action="store_true",
+        help="leave out the exact epsilon column (advsim.exact, default: computed where the "
+        "mechanism has the capability; it compiles once per T, seconds each)",
+    )
     _add_run_options(
         a,
         out_help="output folder (default: advsim-results/audit-<time>)",

@@ -7,6 +7,13 @@ options replace the config's values (the parser's defaults are read from it), an
 `advsim.sweep.run_sweep` computes, stores (atomically, resumable with `--resume`) and
 reports the cells, as for any sweep; the command prints each row as its cell finishes,
 then the notes, where the time went and the plot.
+
+Where the mechanism has the capability (a scalar model: `linear`, and `linear-data` with
+`--dim 1`), each row also carries the exact epsilon of the last model (`advsim.exact`) and
+its refinement-estimated error, beside eps_lower and the bounds; for the linear process
+without data it equals the heuristic (Theorem 1 of arXiv:2410.06186 is exact there), and
+both are printed. `--no-exact` leaves it out (the exact engine compiles once per T:
+seconds each).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from advsim._validation import (
     check_probability,
 )
 from advsim.cli._common import UsageError, _check, _check_out, _cleanup_if_empty, _one_line
+from advsim.exact import check_scalar_law
 from advsim.mechanisms import LinearProcess
 from advsim.plotting import plot_eps_vs_steps
 from advsim.sweep import (
@@ -38,6 +46,7 @@ from advsim.sweep import (
     resolve,
     run_sweep,
 )
+from advsim.sweep._config import build_mechanism
 
 __all__ = ["AUDIT_CONFIG"]
 
@@ -106,40 +115,73 @@ def _eps(value, mark: str = "") -> str:
     return "n/a" if value is None else f"{value:.3f}{mark}"
 
 
-_HEAD = (
-    f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {'heuristic':>10} "
-    f"{'composition':>12}  guarantee of eps_lower"
-)
+def _err(value) -> str:
+    return "n/a" if value is None else f"{value:.1e}"
 
 
-def _format_row(r) -> str:
+def _head(exact: bool) -> str:
+    """The table's header; with `exact`, the exact epsilon and its estimated error."""
+    cols = f"{'exact':>10} {'est. err':>8} " if exact else ""
+    return (
+        f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {cols}{'heuristic':>10} "
+        f"{'composition':>12}  guarantee of eps_lower"
+    )
+
+
+def _format_row(r, exact: bool = False) -> str:
     above = bool(r.get("eps_point_above_composition"))
     guarantee = r.get("guarantee", "")
     if r.get("assumption_rejected"):
         guarantee += ", assumption REJECTED"
+    cols = f"{_eps(r.get('exact_epsilon')):>10} {_err(r.get('exact_error')):>8} " if exact else ""
     return (
         f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {_eps(r['eps_lower']):>10} "
-        f"{_eps(r['eps_point'], '!' if above else ''):>10} {r['heuristic']:>10.3f} "
+        f"{_eps(r['eps_point'], '!' if above else ''):>10} {cols}{r['heuristic']:>10.3f} "
         f"{r['composition']:>12.3f}  {guarantee}"
     )
 
 
-def _format_notes(rows) -> list[str]:
-    """What the table's markers mean (only those that occur).
+def _shows_exact(config) -> bool:
+    """Whether the table has the exact columns: the config computes them and its mechanism
+    has the capability (`advsim.exact.check_scalar_law`; the same class in every row)."""
+    if not config.exact:
+        return False
+    try:
+        check_scalar_law(build_mechanism(config, config.cells()[0].params, noise_multiplier=1.0))
+    except (TypeError, ValueError):
+        return False
+    return True
 
-    `!` after eps_point: the estimate lies above the composition bound, outside the
-    possible range for DP-SGD (too few runs for the rates it needs); `n/a`: no number (the
-    reason is in results.json); `REJECTED` in the guarantee column: the audit's assumption
-    failed its held-out check, so its eps_lower is not credible.
+
+def _format_notes(rows, exact: bool = False) -> list[str]:
+    """What the table's columns and markers mean (only those that occur).
+
+    `exact`, `est. err`: the exact epsilon of the last model and the refinement estimate
+    of its numerical error (not a bound); `!` after eps_point: the estimate lies above the
+    composition bound, outside the possible range for DP-SGD (too few runs for the rates
+    it needs); `n/a`: no number (the reason is in results.json); `REJECTED` in the
+    guarantee column: the audit's assumption failed its held-out check, so its eps_lower
+    is not credible.
     """
     lines = []
+    if exact:
+        lines.append(
+            "exact: the exact eps(delta) of the last model (advsim.exact: its law in both "
+            "worlds propagated on grids); est. err: its numerical error as a refinement "
+            "estimate (the change between the two finest grids), not a bound"
+        )
     if any(r.get("eps_point_above_composition") for r in rows):
         lines.append(
             "! eps_point lies above the composition bound: an estimate outside the possible "
             "range (too few runs for the rates it reads)"
         )
-    if any(r.get("eps_lower") is None or r.get("eps_point") is None for r in rows):
-        lines.append("n/a: no number; results.json says why (eps_lower_note, eps_point_note)")
+    if any(r.get("eps_lower") is None or r.get("eps_point") is None for r in rows) or (
+        exact and any(r.get("exact_epsilon") is None for r in rows)
+    ):
+        lines.append(
+            "n/a: no number; results.json says why (eps_lower_note, eps_point_note"
+            + (", exact_note)" if exact else ")")
+        )
     if any(r.get("assumption_rejected") for r in rows):
         lines.append(
             "REJECTED: the audit's assumption failed its check on the held-out runs; "
@@ -205,6 +247,8 @@ def _config(args, target: float | None):
     }
     data["adversary"] = {"name": args.adversary}
     data["grid"] = {"steps": list(args.steps)}
+    if args.no_exact:
+        data["sweep"]["exact"] = False
     try:  # builds every T's mechanism: a bad parameter fails before anything runs
         return parse_config(data)
     except (TypeError, ValueError) as err:
@@ -239,13 +283,15 @@ def _cmd_audit(args) -> int:
     )
 
     shown, fresh = [], []  # every row printed; those computed now (not found by --resume)
+    exact = _shows_exact(config)
+    head = _head(exact)
 
     def show(row: dict, computed: bool) -> None:
-        lines = [] if shown else [_HEAD, "-" * len(_HEAD)]
+        lines = [] if shown else [head, "-" * len(head)]
         shown.append(row)
         if computed:
             fresh.append(row)
-        for line in [*lines, _format_row(row)]:
+        for line in [*lines, _format_row(row, exact)]:
             tqdm.write(line, file=sys.stdout)
         sys.stdout.flush()
 
@@ -255,7 +301,7 @@ def _cmd_audit(args) -> int:
             rows = run_sweep(config, out, resume=args.resume, progress=not args.quiet, on_cell=show)
         except SweepError as err:
             raise _usage_error(err, args, target, out, len(shown)) from None
-    for line in _format_notes(rows):
+    for line in _format_notes(rows, exact):
         print(line)
     title = (
         f"{args.mechanism}, q={args.sampling_prob:g}, {args.method} audit, "
@@ -287,13 +333,15 @@ def _usage_error(err: SweepError, args, target, out: Path, finished: int) -> Exc
 
 def _time_report(rows, plotting: float, total: float) -> str:
     """Where the time went, as the cells measured it (`advsim.sweep.TIME_COLUMNS`: the
-    calibration, then `run_audit`'s parts), and the plot; rows: those computed now."""
-    names = ("calibration", "compilation", "simulation", "audit", "bounds")
+    calibration, then `run_audit`'s parts, the exact column with its compilation), and the
+    plot; rows: those computed now."""
+    names = ("calibration", "compilation", "simulation", "audit", "bounds", "exact")
     parts = [
         (name, sum(float(r.get(col) or 0.0) for r in rows))
         for name, col in zip(names, TIME_COLUMNS, strict=True)
     ]
     parts.append(("plot", plotting))
     other = max(total - sum(t for _, t in parts), 0.0)
-    text = ", ".join(f"{name} {t:.1f} s" for name, t in parts if name != "calibration" or t)
+    optional = ("calibration", "exact")  # shown only when they took time
+    text = ", ".join(f"{name} {t:.1f} s" for name, t in parts if name not in optional or t)
     return f"time: {total:.1f} s in all: {text}, other {other:.1f} s"

@@ -53,12 +53,34 @@ folder holds
   rename) with a SHA-256 checksum of its content, so a killed sweep loses at most the
   cell in flight and a damaged file is detected, never mixed in;
 - `results.csv` and `results.json`: the tidy table, one row per cell in cell order, with
-  every parameter, eps_lower, eps_point, heuristic, composition, full_batch, trials, seed,
-  wall time and where it went (`TIME_COLUMNS`), and what each eps_lower certifies:
+  every parameter, eps_lower, eps_point, heuristic, composition, full_batch, the exact
+  epsilon (below), trials, seed, wall time and where it went (`TIME_COLUMNS`), and what
+  each eps_lower certifies:
   `guarantee` ("rigorous", "assumes Gaussian", "assumes family", "optimistic"),
   `assumption`, `assumption_rejected` (the audit's held-out check of its assumption),
   `eps_point_above_composition` (an estimate outside the possible range) and the reasons
   for missing numbers; results.json also carries run.json's provenance.
+
+**The exact epsilon.** Every cell whose mechanism has the capability
+(`advsim.AbstractScalarLaw`: a scalar model whose gradients are functions of (m, t), e.g.
+the linear process with dim = 1, `ZeroingRegularizer`, `QuadraticRegularizer`,
+`ThresholdLandscape`, `ProjectedLinearCanary`, or a class of your own) gets, beside
+eps_lower and the bounds, `exact_epsilon` (the exact epsilon(delta) of the last model,
+`advsim.exact.last_iterate_epsilon`), `exact_error` (its numerical error as a refinement
+estimate: the change between the two finest grids, not a bound) and `exact_error_kind`
+("refinement estimate"), in both modes (`advsim.experiment.exact_columns`). The other
+cells (a vector model, per-example data) leave them empty, with the reason in
+`exact_note`, and so does a cell the engine refuses (a grid over its memory cap, mass
+leaving the grid) or whose grid would take minutes (over
+`advsim.experiment.EXACT_MAX_WORK` nodes x steps, e.g. the linear process at T = 10^4
+with q = 0.001: call `advsim.exact` for it): a missing exact value never fails a cell.
+It is on by default; the engine compiles once per shape (each T, each grid size: a few
+seconds each), so `exact = false` in `[sweep]` turns it off (`exact_refinements = N`,
+2 to 6, default 3: the engine's grids). Each distinct mechanism is computed once per
+process, so replicates and repeated parameters reuse it; each cell's value is computed on
+its own grid, never batched with other cells, so it does not depend on which other cells
+exist (a resumed sweep gives the uninterrupted table). Its time is `exact_time_s`,
+compilation included.
 
 The audit method defaults to "family" (the last-iterate paper's) for the linear process
 (`LinearProcess` itself, by alias or path), the heuristic's tight case, and to the

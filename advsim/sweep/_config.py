@@ -22,6 +22,7 @@ from typing import Any
 
 from advsim._validation import check_delta, check_in_interval, check_int, check_positive
 from advsim.audits import AUDIT_METHODS
+from advsim.experiment import EXACT_REFINEMENTS
 from advsim.mechanisms import LinearProcess
 from advsim.sweep._classes import Plugin, resolve
 
@@ -70,6 +71,8 @@ _SWEEP_KEYS = (
     "mode",
     "seed",
     "common_seed",
+    "exact",
+    "exact_refinements",
     "name",
     "chunk_size",
     *_COMMON_DEFAULTS,
@@ -135,6 +138,13 @@ class SweepConfig:
     itself (common random numbers: the cells are compared on the same noise draws, as
     `advsim audit` does over T), instead of a seed derived from the sweep seed and the
     cell's id (independent cells, the default).
+
+    `exact` (`[sweep] exact = false` turns it off; default true): every cell whose
+    mechanism has the capability (`advsim.AbstractScalarLaw`) gets the exact epsilon of its
+    last model and its refinement-estimated error (`advsim.experiment.exact_columns`,
+    `exact_refinements` grids, default 3), computed once per distinct mechanism; the
+    other cells leave those columns empty. It changes no simulated number, so it is not
+    part of the cell ids; a resume must keep it (it is part of the config).
     """
 
     mode: str
@@ -148,6 +158,8 @@ class SweepConfig:
     chunk_size: int | None = None
     name: str | None = None
     common_seed: bool = False
+    exact: bool = True
+    exact_refinements: int = EXACT_REFINEMENTS
 
     def to_dict(self) -> dict:
         """The config as a TOML-shaped dict with every default filled in;
@@ -155,6 +167,10 @@ class SweepConfig:
         sweep = {"mode": self.mode, "seed": self.seed}
         if self.common_seed:  # absent when false: older sweep folders keep their identity
             sweep["common_seed"] = True
+        if not self.exact:  # absent at their defaults, likewise
+            sweep["exact"] = False
+        if self.exact_refinements != EXACT_REFINEMENTS:
+            sweep["exact_refinements"] = self.exact_refinements
         if self.name is not None:
             sweep["name"] = self.name
         if self.chunk_size is not None:
@@ -335,6 +351,21 @@ def parse_config(data: Mapping) -> SweepConfig:
     common_seed = sweep.pop("common_seed", False)
     if not isinstance(common_seed, bool):
         raise ValueError(f"sweep.common_seed must be true or false, got {common_seed!r}")
+    exact = sweep.pop("exact", True)
+    if not isinstance(exact, bool):
+        raise ValueError(
+            f"sweep.exact must be true or false (the exact epsilon column), got {exact!r}"
+        )
+    exact_refinements = sweep.pop("exact_refinements", EXACT_REFINEMENTS)
+    if (
+        isinstance(exact_refinements, bool)
+        or not isinstance(exact_refinements, int)
+        or not 2 <= exact_refinements <= 6
+    ):
+        raise ValueError(
+            "sweep.exact_refinements must be an integer in [2, 6] (grids of the exact "
+            f"engine, each twice as fine), got {exact_refinements!r}"
+        )
 
     mech = dict(data.get("mechanism", {}))
     mech_name = mech.pop("name", None)
@@ -439,6 +470,8 @@ def parse_config(data: Mapping) -> SweepConfig:
         chunk_size,
         name,
         common_seed,
+        exact,
+        exact_refinements,
     )
     if common_seed and "replicate" in {*fixed, *swept}:
         raise ValueError(

@@ -53,9 +53,11 @@ def plot_sweep(out: str | os.PathLike) -> list[Path]:
       parameters;
     - with two or more swept parameters and no `cases` (a full grid), heatmaps over the
       first two (T on the horizontal axis when it is one of them; one file per value of
-      the others) of every epsilon column, and ratio heatmaps: heuristic / composition,
-      in audit mode eps_lower / heuristic, and when T is swept eps(T) / eps(T_min) of the
-      heuristic (and of eps_point in audit mode).
+      the others) of every epsilon column (`exact_epsilon` included where the cells have
+      it), and ratio heatmaps: heuristic / composition, in audit mode eps_lower /
+      heuristic, where the cells have the exact epsilon heuristic / exact_epsilon (and
+      eps_lower / exact_epsilon in audit mode), and when T is swept eps(T) / eps(T_min)
+      of the heuristic (and of eps_point in audit mode).
 
     Works on unfinished sweeps too (the finished cells). Returns the written paths.
     """
@@ -69,6 +71,9 @@ def plot_sweep(out: str | os.PathLike) -> list[Path]:
     audit = config.mode == "audit"
     values = ["eps_lower", "eps_point"] if audit else []
     values += ["heuristic", "composition", "full_batch"]
+    exact = any(isinstance(r.get("exact_epsilon"), int | float) for r in rows)
+    if exact:
+        values.append("exact_epsilon")
     mech_keys = config.mechanism_plugin.params
     fixed = [(k, v) for k, v in config.fixed.items()
              if k not in swept and (k in mech_keys or k in ("target_epsilon", "delta"))]
@@ -110,6 +115,10 @@ def plot_sweep(out: str | os.PathLike) -> list[Path]:
             ratios = [("heuristic", "composition")]
             if audit:
                 ratios.append(("eps_lower", "heuristic"))
+            if exact:  # the bound, and the audit, against the truth
+                ratios.append(("heuristic", "exact_epsilon"))
+                if audit:
+                    ratios.append(("eps_lower", "exact_epsilon"))
             for num, den in ratios:
                 paths += plot_ratio_heatmap(
                     frows, x, y, num, figdir / f"ratio_{num}_over_{den}{suffix}",

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from advsim import bounds
 from advsim._io import provenance, write_json
-from advsim.experiment import run_audit
+from advsim.experiment import EXACT_COLUMNS, exact_columns, run_audit
 from advsim.sweep._config import (
     Cell,
     SweepConfig,
@@ -67,7 +67,11 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     where the time went (`TIME_COLUMNS`: calibration, then `run_audit`'s compilation,
     simulation, audit and bounds). Bounds mode: `advsim.bounds.bounds_for` of the
     mechanism's accounting. With `target_epsilon`, sigma is first calibrated by
-    `calibrate_noise_multiplier` over the canary's steps.
+    `calibrate_noise_multiplier` over the canary's steps. Unless the sweep sets
+    `exact = false`, both modes add the exact epsilon of the last model where the
+    mechanism has the capability (`advsim.experiment.exact_columns`: once per distinct
+    mechanism in a process, so replicates reuse it; empty columns, with the reason in
+    `exact_note`, elsewhere) and the time it took (`exact_time_s`, compilation included).
 
     Args:
         config: the sweep.
@@ -117,6 +121,16 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
             }
         else:
             b = bounds.bounds_for(acc, delta)
+        exact, exact_time = dict.fromkeys(EXACT_COLUMNS), 0.0
+        if config.exact:
+            tic = time.perf_counter()
+            exact = exact_columns(
+                mechanism,
+                delta,
+                refinements=config.exact_refinements,
+                progress=False if progress is False else None,
+            )
+            exact_time = time.perf_counter() - tic
         result = {
             "mechanism": type(mechanism).__name__,
             "steps": acc.steps,
@@ -125,6 +139,8 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
             "num_canary_steps": acc.num_canary_steps,
             "delta": delta,
             **{k: float(b[k]) for k in ("heuristic", "composition", "full_batch")},
+            **exact,
+            "exact_time_s": exact_time,
         }
     else:
         adversary = config.adversary_plugin.build(**config.adversary_kwargs)
@@ -139,6 +155,8 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
             threshold_selection=p["threshold_selection"],
             chunk_size=config.chunk_size,
             progress=progress,
+            exact=config.exact,
+            exact_refinements=config.exact_refinements,
         ).to_dict()
         result = {k: record[k] for k in AUDIT_COLUMNS if k not in (*TIME_COLUMNS, "wall_time_s")}
         result["calibrate_time_s"] = calibration

@@ -1,4 +1,8 @@
-"""The command line: `advsim bound` and a small `advsim audit`, in-process."""
+"""The command line: `advsim bound` and a small `advsim audit`, in-process.
+
+The audits here pass `--no-exact` (the exact column compiles its engine once per T, seconds
+each); `tests/advsim/test_sweep_exact.py` tests that column, in sweeps and in the command.
+"""
 
 import csv
 import json
@@ -38,7 +42,7 @@ def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
         [
             *(
                 "audit --steps 5 20 --sampling-prob "
-                "0.1 --noise-multiplier 1.0 --trials 20000 --quiet"
+                "0.1 --noise-multiplier 1.0 --trials 20000 --quiet --no-exact"
             ).split(),
             "--out",
             str(out),
@@ -86,7 +90,7 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     argv = [
         *(
             "audit --steps 5 20 --sampling-prob 0.1 "
-            "--noise-multiplier 1 --trials 2000 --seed 4 --quiet"
+            "--noise-multiplier 1 --trials 2000 --seed 4 --quiet --no-exact"
         ).split(),
         "--out",
         str(out),
@@ -115,7 +119,8 @@ def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
         main(
             [
                 *(
-                    "audit --steps 10 --target-epsilon 4 --sampling-prob 0.1 --trials 2000 --quiet"
+                    "audit --steps 10 --target-epsilon 4 --sampling-prob 0.1 --trials 2000 "
+                    "--quiet --no-exact"
                 ).split(),
                 "--out",
                 str(out),
@@ -150,7 +155,7 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
             [
                 *(
                     "audit --steps 2 --trials "
-                    "200 --quiet --adversary advsim.adversaries:LikelihoodRatioScore"
+                    "200 --quiet --no-exact --adversary advsim.adversaries:LikelihoodRatioScore"
                 ).split(),
                 "--out",
                 str(out),
@@ -182,7 +187,7 @@ def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsy
             [
                 *(
                     "audit --steps 5 20 --sampling-prob "
-                    "0.1 --noise-multiplier 1.0 --trials 2000 --quiet"
+                    "0.1 --noise-multiplier 1.0 --trials 2000 --quiet --no-exact"
                 ).split(),
                 "--out",
                 str(tmp_path / "r"),

@@ -11,7 +11,7 @@ import pytest
 
 from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
 from advsim.audits import AssumptionRejectedWarning
-from advsim.experiment import run_audit
+from advsim.experiment import exact_columns, run_audit
 from advsim.mechanisms import LinearProcess
 
 
@@ -85,3 +85,24 @@ def test_run_audit_rejects_bad_input(kwargs, match):
     args = {"trials": 100, "delta": 1e-5, "confidence": 0.95} | kwargs
     with pytest.raises(ValueError, match=match):
         run_audit(mech, ProjectionScore(), **args)
+
+
+@pytest.mark.slow
+def test_run_audit_reads_the_exact_epsilon_where_the_mechanism_has_it():
+    """`exact=True`: the record carries `advsim.exact`'s epsilon of the crafted mechanism's
+    last model (the heuristic, for the linear process: Theorem 1 is exact there) with its
+    refinement-estimated error; a vector model has no exact value and says why."""
+    from advsim.exact import last_iterate_epsilon
+
+    mech = LinearProcess(steps=2, sampling_prob=0.5, noise_multiplier=2.0)
+    rec = run_audit(mech, ProjectionScore(), trials=500, exact=True)
+    ref = last_iterate_epsilon(mech, 1e-5)
+    assert (rec.exact_epsilon, rec.exact_error) == (ref.epsilon, ref.error)
+    assert rec.exact_error_kind == "refinement estimate" and rec.exact_note is None
+    assert rec.exact_epsilon == pytest.approx(rec.heuristic, abs=1e-2)
+    assert rec.exact_time_s >= 0.0 and rec.wall_time_s >= rec.exact_time_s
+    vector = LinearProcess(steps=2, sampling_prob=0.5, noise_multiplier=2.0, dim=2)
+    cols = exact_columns(vector, 1e-5)  # what run_audit(..., exact=True) would carry
+    assert cols["exact_epsilon"] is None and "scalar model" in cols["exact_note"]
+    plain = run_audit(mech, ProjectionScore(), trials=500).to_dict()  # exact: off by default
+    assert plain["exact_epsilon"] is None and plain["exact_note"] is None

@@ -67,6 +67,9 @@ sampling_prob = [0.02, 0.05, 0.1, 0.2, 0.3]
 def _bounds_config(steps=(1, 3), *, fast=True, **sweep):
     if fast:  # a coarse PLD grid for the composition bound: these tests are about files
         sweep.setdefault("composition_discretization", 1e-2)
+    # The exact column compiles its engine once per T (seconds each): tested in
+    # test_sweep_exact.py, off here.
+    sweep.setdefault("exact", False)
     return {
         "sweep": {"mode": "bounds", "delta": 1e-6, **sweep},
         "mechanism": {"name": "linear", "sampling_prob": 0.1, "noise_multiplier": 1.0},
@@ -178,7 +181,7 @@ def test_cell_ids_and_seeds_depend_only_on_the_cell():
 
 def _common_seed_config(steps=(5, 20)):  # the shapes of test_cli.py (compiled there)
     return {
-        "sweep": {"mode": "audit", "seed": 3, "common_seed": True, "trials": 2000},
+        "sweep": {"mode": "audit", "seed": 3, "common_seed": True, "trials": 2000, "exact": False},
         "mechanism": {"name": "linear", "sampling_prob": 0.1, "noise_multiplier": 1.0},
         "adversary": {"name": "projection"},
         "grid": {"steps": list(steps)},
@@ -390,7 +393,7 @@ def test_damaged_cell_file_is_named_on_resume(tmp_path, capsys, damage, message)
     # The command line says the same in one line, exit status 2.
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        '[sweep]\nmode = "bounds"\ndelta = 1e-6\ncomposition_discretization = 1e-2\n'
+        '[sweep]\nmode = "bounds"\ndelta = 1e-6\ncomposition_discretization = 1e-2\nexact = false\n'
         '[mechanism]\nname = "linear"\nsampling_prob = 0.1\nnoise_multiplier = 1.0\n'
         "[grid]\nsteps = [1, 3]\n"
     )
@@ -422,7 +425,16 @@ def test_foreign_cell_file_is_refused(tmp_path):
         run_sweep(_bounds_config(), out, resume=True, progress=False)
 
 
-def test_plot_sweep_and_cli(tmp_path, capsys):
+def test_plot_sweep_and_cli(tmp_path, capsys, monkeypatch):
+    import advsim.sweep._runner as runner
+
+    def exact(mechanism, delta, **kwargs):  # a stand-in: these tests are about the figures
+        acc = mechanism.accounting()
+        eps = bounds.heuristic_epsilon(delta, acc.steps, acc.sampling_prob, acc.noise_multiplier)
+        return {"exact_epsilon": eps, "exact_error": 1e-4,
+                "exact_error_kind": "refinement estimate", "exact_note": None}  # fmt: skip
+
+    monkeypatch.setattr(runner, "exact_columns", exact)
     out = tmp_path / "s"
     config = {
         "sweep": {"mode": "bounds", "delta": 1e-6, "composition_discretization": 1e-3},
@@ -436,7 +448,9 @@ def test_plot_sweep_and_cli(tmp_path, capsys):
         "eps_vs_steps",
         "heatmap_heuristic",
         "heatmap_composition",
+        "heatmap_exact_epsilon",
         "ratio_heuristic_over_composition",
+        "ratio_heuristic_over_exact_epsilon",
         "ratio_heuristic_over_T1",
     ):
         assert {f"{stem}.png", f"{stem}.pdf"} <= names, stem
