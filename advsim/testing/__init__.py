@@ -14,6 +14,14 @@ lets hypothesis search the parameter space for a violation:
 - `calibration_fraction`: repeat an audit on independent score sets with a known truth
   (`gaussian_sampler`, `mixture_sampler`, `simulation_sampler`) and measure how often its
   lower bound exceeds the truth, with a Clopper-Pearson interval (`Calibration`);
+- random scalar constructions with a ground truth (`advsim.exact` computes the exact
+  epsilon of their last model): `ScalarField` (a parametric gradient field),
+  `ScalarFieldConstruction` / `ProjectedScalarFieldConstruction` (the run), strategies
+  that meet a bound's assumptions (`linear_constructions`: the last-iterate heuristic,
+  Theorem 1 of arXiv:2410.06186; `convex_constructions`: the shifted-interpolation bound,
+  arXiv:2403.00278; `scalar_constructions`: any field, composition), `scalar_fields`,
+  `construction_batches` (batches for one vmapped exact call), the check
+  `assert_exact_below` and the Neyman-Pearson adversary `ExactLikelihoodScore`;
 - `SETTINGS`, the hypothesis profile registered as `PROFILE = "advsim"` (derandomized, no
   deadline, no example database), so a property explores the same examples in every run.
   Importing this module registers the profile but loads nothing: use it explicitly,
@@ -50,6 +58,19 @@ from advsim.testing._checks import (
     mixture_sampler,
     simulation_sampler,
 )
+from advsim.testing._exact import (
+    ConvexityCertificate,
+    ExactLikelihoodScore,
+    ProjectedScalarFieldConstruction,
+    ScalarField,
+    ScalarFieldConstruction,
+    assert_exact_below,
+    construction_batches,
+    convex_constructions,
+    linear_constructions,
+    scalar_constructions,
+    scalar_fields,
+)
 from advsim.testing._strategies import (
     PROFILE,
     SETTINGS,
@@ -73,26 +94,37 @@ __all__ = [
     "PROFILE",
     "SETTINGS",
     "Calibration",
+    "ConvexityCertificate",
     "DPSGDParams",
+    "ExactLikelihoodScore",
     "Mixture",
+    "ProjectedScalarFieldConstruction",
+    "ScalarField",
+    "ScalarFieldConstruction",
     "alphas",
     "assert_audit_below",
     "assert_bound_below",
+    "assert_exact_below",
     "assert_monotone",
     "batch_sizes",
     "calibration_fraction",
     "clip_norms",
     "clopper_pearson_interval",
+    "construction_batches",
+    "convex_constructions",
     "deltas",
     "dpsgd_params",
     "epsilons",
     "gaussian_sampler",
+    "linear_constructions",
     "linear_mechanisms",
     "mixture_sampler",
     "mixtures",
     "noise_multipliers",
     "periods",
     "sampling_probs",
+    "scalar_constructions",
+    "scalar_fields",
     "simulation_sampler",
     "steps",
 ]
