@@ -372,13 +372,14 @@ def test_max_over_steps_finds_a_maximum_away_from_T():
 
 def test_max_over_steps_atom_cut_errs_upwards():
     # The cut drops <= 2^-52 delta of Binomial mass and is corrected upwards
-    # (_upper_epsilons): never below the uncut value at t = T, where both are computed.
+    # (_upper_epsilons): never below the uncut value at t = T, where both are computed, up to
+    # the float rounding of two different summation orders (1 ulp seen with scipy 1.17).
     from advsim.bounds._heuristic import _upper_epsilons
 
     for T, q, sigma, delta in [(1000, 0.01, 1.0, 1e-5), (50, 0.3, 0.5, 1e-9)]:
         cut = _upper_epsilons(delta, [T], [T], q, sigma)[0]
         full = heuristic_epsilon(delta, T, q, sigma)
-        assert full <= cut <= full * (1 + 1e-13)
+        assert full * (1 - 1e-14) <= cut <= full * (1 + 1e-13)
 
 
 @pytest.mark.slow

@@ -218,6 +218,7 @@ def test_accepts_the_boundary_learning_rate_and_refuses_a_bad_delta():
 # R = 1, sigma = 0.5 case (checked by editing the library).
 
 
+@pytest.mark.slow
 def test_never_below_the_exact_epsilon_of_a_projected_linear_canary():
     cases = ((0.5, 1.0), (2.0, 1.0), (1.0, 0.5), (5.0, 2.0))  # (radius, sigma)
     steps = (1, 2, 5, 20, 200)

@@ -136,6 +136,7 @@ def test_linear_process_is_the_heuristic():
         assert alpha[0] == 0 and beta[0] == 1 and np.all(np.diff(alpha) >= 0)
 
 
+@pytest.mark.slow
 def test_a_batch_equals_its_members_and_calls_repeat():
     mech = ZeroingRegularizer(4, 0.1, 1.0)
     one = last_iterate_epsilon(mech, DELTA)
@@ -145,6 +146,7 @@ def test_a_batch_equals_its_members_and_calls_repeat():
     assert one.epsilon == pytest.approx(heuristic_epsilon(DELTA, 1, 0.1, 1.0), rel=1e-3)
 
 
+@pytest.mark.slow
 def test_every_step_is_the_epsilon_after_each_step():
     # The landscape at T = 2 in closed form (two_step_epsilon), T = 1 the Gaussian.
     law = last_iterate_epsilon(ThresholdLandscape(2, 2.0, 4), DELTA, every_step=True)

@@ -288,6 +288,7 @@ def test_gdp_audit_overshoots_the_exact_epsilon_when_b_is_small():
 # --- the exact law at any T (grid propagation) ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_grid_law_matches_the_closed_forms():
     # T = 1: the Gaussian mechanism (gdp_epsilon); T = 2: the closed form of theta_2, in
     # both orientations (one batched call each); the grid's error is ~1e-4 relative.
@@ -339,6 +340,7 @@ def _reference_masses(steps, sigma, b, c=1.0, cells_per_clip=None):
     return p, q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sigma", "b"), [(1.0, 1), (1.0, 16), (4.0, 4)])
 def test_engine_matches_an_independent_propagation(sigma, b):
     # Two discretisations of the same chain: the reference's cell binning costs ~1e-4
@@ -382,6 +384,7 @@ def test_gdp_audit_is_not_a_bound_at_small_b_but_eps_delta_is():
     assert audit(scores, "eps_delta", delta=DELTA).eps_lower <= exact
 
 
+@pytest.mark.slow
 def test_exact_tails_are_those_of_a_constant_gradient_for_large_b():
     # Far from h the landscape never changes side, so the tails of theta_T, which set
     # eps(1e-5), are those of a constant g (Example 1 of arXiv:2405.14457 with step 1/B):

@@ -45,6 +45,7 @@ def _dense_chain(steps, sigma, radius, cells_per_sigma=100):
     return x, p, q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("radius", "sigma", "steps"), [(0.5, 1.0, 50), (2.0, 1.0, 20)])
 def test_engine_matches_the_dense_chain(radius, sigma, steps):
     # The dense chain at 800 cells per sigma is within ~2e-3 of its limit (first order,
