@@ -491,10 +491,9 @@ class ProjectedScalarFieldConstruction(AbstractProjected, _AbstractFieldConstruc
     hidden-state bounds (Altschuler and Talwar 2022; Bok, Su and Altschuler,
     arXiv:2403.00278). `m_0` must lie in $[-R, R]$.
 
-    Args:
-        steps, sampling_prob, noise_multiplier, canary, groups, counts, regularizer, init,
-            **dpsgd: as `ScalarFieldConstruction`.
-        radius: R > 0.
+    Its arguments are those of `ScalarFieldConstruction` (`steps`, `sampling_prob`,
+    `noise_multiplier`, `canary`, `groups`, `counts`, `regularizer`, `init`, `**dpsgd`),
+    and the keyword `radius`, R > 0.
 
     Example:
         >>> mech = ProjectedScalarFieldConstruction(
