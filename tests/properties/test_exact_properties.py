@@ -27,7 +27,11 @@ the engine with step 1's noise dropped, and eps_delta's eps_lower scaled by 1.05
 runs a property's body on that property's explicit example (the tight cases, also run
 first by the hypothesis test) with the mutant in place, and asserts that it fails.
 
-Engine settings of the fast properties: one grid of 16 nodes per noise sd
+Where they run: (b), the strategies' contracts and the fast mutants with `pytest`
+(~30 s on 2 cores); (a), (c), (d), the audit mutant and the tutorial's example with
+`pytest -m slow` (~2.5 min).
+
+Engine settings of properties (a)-(c): one grid of 16 nodes per noise sd
 (`cells_per_sd=16, refinements=1`; one compilation per batch), so the tolerance is
 `exact <= bound (1 + RTOL)` with RTOL = 3e-3: measured on the tight linear cases (T in
 {1, 4, 10}, q in {0.05, 0.3, 1}, sigma in {0.5, 1, 2, 4}, canary -C or 2C, delta 1e-5),
@@ -42,7 +46,10 @@ the engine's error estimate, in its truth.
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import os
+import re
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -444,6 +451,25 @@ def test_rigorous_audits_never_exceed_the_exact_epsilon(mechs):
     # At least one construction in range, or the draw says nothing.
     assume(min(n for _, n, _ in found.values()) >= CAL_REPEATS)
     check_audits(found)
+
+
+@pytest.mark.slow
+def test_tutorial_ground_truth_section_runs():
+    # The tutorial's executed example (docs/tutorials/property_testing.md, "Ground truth"),
+    # as the docs build runs it; hypothesis reads the test's source, so the extracted code
+    # gets a file name of its own in linecache.
+    page = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "property_testing.md"
+    text = page.read_text()
+    start = text.index("## Ground truth")
+    end = text.find("\n## ", start + 1)
+    blocks = re.findall(
+        r"```python[^\n]*\n(.*?)```", text[start : end if end != -1 else None], flags=re.S
+    )
+    assert blocks
+    code = "\n".join(blocks)
+    name = "<property_testing.md: Ground truth>"
+    linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)
+    exec(compile(code, name, "exec"), {"__name__": "tutorial_ground_truth"})
 
 
 # ----------------------------------------------------------------------------------------
