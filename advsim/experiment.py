@@ -36,8 +36,7 @@ from advsim._validation import check_delta, check_in_interval, check_int
 from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
-from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, last_iterate_epsilon
-from advsim.exact._plan import layout
+from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, grid_work, last_iterate_epsilon
 
 __all__ = [
     "EXACT_COLUMNS",
@@ -252,13 +251,12 @@ def _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progre
     empty = dict.fromkeys(EXACT_COLUMNS)
     try:
         if max_work is not None:
-            grid = layout(mechanism, cells_per_sd)
-            work = grid.nodes * mechanism.steps * math.prod(grid.windows)
+            work = grid_work(mechanism, cells_per_sd)
             if work > max_work:
                 return {**empty, "exact_note": (
-                    f"skipped: the exact engine's coarsest grid would be {grid.nodes:,} "
-                    f"nodes x {mechanism.steps:,} steps (x count components: {work:.2g} > "
-                    f"{max_work:.2g}, minutes of CPU); call advsim.exact.last_iterate_epsilon"
+                    f"skipped: the exact engine's coarsest grid would be {work:.2g} nodes x "
+                    f"steps x count components ({mechanism.steps:,} steps; above max_work = "
+                    f"{max_work:.2g}: minutes of CPU); call advsim.exact.last_iterate_epsilon"
                 )}  # fmt: skip
         result = last_iterate_epsilon(
             mechanism, delta, refinements=refinements, cells_per_sd=cells_per_sd,

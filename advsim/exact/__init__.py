@@ -13,7 +13,9 @@ so its numerical error is measured, not assumed.
 - `grid_epsilon`, `grid_delta`: privacy of two laws sampled on the nodes of a grid (the
   threshold cell integrated by interpolation);
 - `discrete_epsilon`, `discrete_privacy_profile`, `discrete_tradeoff`: privacy of two
-  discrete laws on the same cells.
+  discrete laws on the same cells;
+- `check_scalar_law` (whether a mechanism has what the engine needs) and `grid_work` (the
+  coarsest grid's nodes x steps x count components, known before any work).
 """
 
 from advsim.exact._api import (
@@ -33,7 +35,7 @@ from advsim.exact._divergence import (
     grid_delta,
     grid_epsilon,
 )
-from advsim.exact._plan import check_scalar_law
+from advsim.exact._plan import check_scalar_law, grid_work
 
 __all__ = [
     "DEFAULT_CELLS_PER_SD",
@@ -47,6 +49,7 @@ __all__ = [
     "discrete_tradeoff",
     "grid_delta",
     "grid_epsilon",
+    "grid_work",
     "last_iterate_epsilon",
     "last_iterate_epsilons",
     "resolution_limit",

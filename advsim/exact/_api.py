@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from advsim._mechanism import AbstractMechanism
+from advsim._mechanism import AbstractMechanism, AbstractProjected
 from advsim._validation import check_delta, check_int, check_positive
 from advsim.exact._divergence import discrete_tradeoff, grid_delta, grid_epsilon_host
 from advsim.exact._plan import combine, layout, plan_bytes
@@ -231,11 +231,25 @@ def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float
             )
 
 
-def _run_level(mechs, stacked, delta, cells, supports, every_step, max_bytes, tolerance, bar):
+def _level_plan(mechs, cells, supports, every_step, shape=(0, 0)):
+    """The layouts and the batch's plan at `cells` per sd (at least `shape`'s nodes and FFT
+    size, so that several grids share one compiled propagation)."""
     steps = mechs[0].steps
     chunk = math.ceil(steps / math.ceil(steps / 100))
     layouts = [layout(m, cells, sup) for m, sup in zip(mechs, supports, strict=True)]
-    plan, lo, spacing, k_lo = combine(layouts, steps, chunk, every_step)
+    return layouts, combine(
+        layouts, steps, chunk, every_step, nodes=shape[0], fft_size=shape[1], mechs=mechs
+    )
+
+
+def _run_level(
+    mechs, stacked, delta, cells, supports, every_step, max_bytes, tolerance, bar, shape=(0, 0)
+):
+    steps = mechs[0].steps
+    layouts, (plan, lo, spacing, counts, probs) = _level_plan(
+        mechs, cells, supports, every_step, shape
+    )
+    chunk = plan.chunk
     needed = plan_bytes(plan, len(mechs))
     if needed > max_bytes:
         raise GridTooLargeError(
@@ -248,7 +262,7 @@ def _run_level(mechs, stacked, delta, cells, supports, every_step, max_bytes, to
     highs = lo + (plan.nodes - 1) * spacing
     with jax.enable_x64(True):
         lo_j, h_j = jnp.asarray(lo), jnp.asarray(spacing)
-        k_lo_j = jnp.asarray(k_lo)
+        counts_j, probs_j = jnp.asarray(counts), jnp.asarray(probs)
         delta_j = jnp.asarray(delta, jnp.float64)
         level_j = jnp.asarray(SUPPORT_LEVEL * delta, jnp.float64)
         state = _initial_state(mechs, plan, lo, spacing)
@@ -257,7 +271,16 @@ def _run_level(mechs, stacked, delta, cells, supports, every_step, max_bytes, to
         last = np.full(len(mechs), -1)
         for t0 in range(1, steps + 1, chunk):
             state, rec = advance(
-                stacked, plan, lo_j, h_j, k_lo_j, delta_j, level_j, state, jnp.int32(t0)
+                stacked,
+                plan,
+                lo_j,
+                h_j,
+                counts_j,
+                probs_j,
+                delta_j,
+                level_j,
+                state,
+                jnp.int32(t0),
             )
             first = np.minimum(first, np.asarray(rec.first).min(axis=1))
             last = np.maximum(last, np.asarray(rec.last).max(axis=1))
@@ -331,6 +354,68 @@ def _bracket(p, q, delta, slack, atoms):
     return lo, hi
 
 
+#: A compilation of the propagation costs about as much as running one mechanism on this
+#: many nodes (all refinements; measured on a 2-core CPU): `_buckets` weighs the two.
+COMPILE_NODES = 100_000
+
+
+def _buckets(nodes: Sequence[int]) -> list[list[int]]:
+    """Split a batch into groups that each run on one grid (the largest of the group): every
+    group costs a compilation, every member the group's largest grid. Sorted by their
+    coarsest grid's nodes, the batch is cut where that total is least (exact, by dynamic
+    programming over the cut points); the result does not depend on the order given."""
+    order = sorted(range(len(nodes)), key=lambda i: (nodes[i], i))
+    size = [nodes[i] for i in order]
+    best = [0.0] + [math.inf] * len(order)
+    cut = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        for begin in range(end):
+            cost = best[begin] + COMPILE_NODES + (end - begin) * size[end - 1]
+            if cost < best[end]:
+                best[end], cut[end] = cost, begin
+    groups, end = [], len(order)
+    while end > 0:
+        groups.append(order[cut[end] : end])
+        end = cut[end]
+    return groups[::-1]
+
+
+def _propagate_levels(mechs, delta, levels, support, every_step, max_bytes, tolerance, bar):
+    """Every refinement level of one batch that shares its grids: the runs, coarsest first."""
+    with jax.enable_x64(True):
+        stacked = _stack(mechs)
+    steps = mechs[0].steps
+    runs = []
+    supports = [support] * len(mechs)
+    shape = (0, 0)
+    for k, cells in enumerate(levels):
+        bar.set_postfix_str(f"{cells:g} cells/sd")
+        if k == 1 and len(levels) > 2 and not isinstance(mechs[0], AbstractProjected):
+            # The finer grids cover the same interval: all run at the finest one's size,
+            # so that they share one compilation (a projected grid's spacing is set by its
+            # size, so each keeps its own).
+            plan = _level_plan(mechs, levels[-1], supports, every_step)[1][0]
+            shape = (plan.nodes, plan.fft_size)
+        for widening in range(WIDENINGS + 1):
+            try:
+                runs.append(_run_level(
+                    mechs, stacked, delta, cells, supports, every_step, max_bytes,
+                    tolerance, bar, shape,
+                ))  # fmt: skip
+                break
+            except LostMassError:
+                # The first interval assumed a non-expanding drift; widen it (coarsest grid
+                # only, automatic support only) before giving up.
+                if k > 0 or support is not None or widening == WIDENINGS:
+                    raise
+                supports = _widened(mechs, cells, supports)
+                bar.total += steps  # the coarsest grid again, wider
+        if k == 0 and support is None:
+            # The coarsest grid found where the mass is; the finer ones cover only that.
+            supports = list(runs[0][-1])
+    return runs
+
+
 def last_iterate_epsilons(
     mechanisms: Sequence[AbstractMechanism],
     delta: float,
@@ -344,7 +429,9 @@ def last_iterate_epsilons(
     progress: bool | None = None,
 ) -> list[ExactEpsilon]:
     """`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
-    (one compilation per grid; the mechanisms vmapped). Same arguments; one result each."""
+    (the mechanisms vmapped on shared grids; grids of very different sizes are run in
+    separate groups when that is cheaper than one grid for all, `_buckets`). Same
+    arguments; one result each."""
     start_time = time.perf_counter()
     mechs = list(mechanisms)
     if not mechs:
@@ -356,38 +443,31 @@ def last_iterate_epsilons(
     refinements = check_int("refinements", refinements, minimum=1, maximum=6)
     tolerance = 0.01 * delta if lost_tolerance is None else float(lost_tolerance)
     with jax.enable_x64(True):
-        stacked = _stack(mechs)
+        _stack(mechs)  # a batch differing in a static field is refused before any work
     steps = mechs[0].steps
     levels = [cells_per_sd * 2**k for k in range(refinements)]
+    buckets = _buckets([layout(m, cells_per_sd, support).nodes for m in mechs])
     if progress is None:
         progress = steps * refinements >= 200
-    bar = tqdm(total=steps * refinements, desc="exact law", unit="step", disable=not progress,
-               leave=False)  # fmt: skip
-    runs = []
-    supports = [support] * len(mechs)
+    bar = tqdm(total=steps * refinements * len(buckets), desc="exact law", unit="step",
+               disable=not progress, leave=False)  # fmt: skip
+    runs_of = [None] * len(mechs)
     with bar:
-        for k, cells in enumerate(levels):
-            bar.set_postfix_str(f"{cells:g} cells/sd")
-            for widening in range(WIDENINGS + 1):
-                try:
-                    runs.append(_run_level(
-                        mechs, stacked, delta, cells, supports, every_step, max_bytes,
-                        tolerance, bar,
-                    ))  # fmt: skip
-                    break
-                except LostMassError:
-                    # The first interval assumed a non-expanding drift; widen it (coarsest
-                    # grid only, automatic support only) before giving up.
-                    if k > 0 or support is not None or widening == WIDENINGS:
-                        raise
-                    supports = _widened(mechs, cells, supports)
-                    bar.reset(total=steps * refinements)
-            if k == 0 and support is None:
-                # The coarsest grid found where the mass is; the finer ones cover only that.
-                supports = [found if found is not None else None for found in runs[0][-1]]
+        for bucket in buckets:
+            group = [mechs[i] for i in bucket]
+            try:
+                runs = _propagate_levels(
+                    group, delta, levels, support, every_step, max_bytes, tolerance, bar
+                )
+            except LostMassError as err:
+                err.index = bucket[err.index]
+                raise
+            for j, i in enumerate(bucket):
+                runs_of[i] = (runs, j)
     results = []
     elapsed = time.perf_counter() - start_time
-    for i in range(len(mechs)):
+    for original in range(len(mechs)):
+        runs, i = runs_of[original]
         eps = [float(r[0][i]) for r in runs]
         _, state, grids, spacing, per_step, nodes, _ = runs[-1]
         p = np.asarray(state.mass_in[i])

@@ -23,9 +23,16 @@ from advsim._mechanism import (
     AbstractProjected,
     AbstractScalarLaw,
 )
-from advsim.exact._propagate import GridPlan, _count_components, _fields
+from advsim.exact._propagate import GridPlan, _fields
 
-__all__ = ["NOISE_SDS", "Layout", "check_scalar_law", "layout"]
+__all__ = [
+    "NOISE_SDS",
+    "Layout",
+    "check_scalar_law",
+    "count_components",
+    "grid_work",
+    "layout",
+]
 
 #: The grid and the padding reach this many noise standard deviations beyond the drift.
 NOISE_SDS = 12.0
@@ -173,6 +180,30 @@ def _windows(mech) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(lows), tuple(widths)
 
 
+def count_components(mech, k_lo, windows) -> tuple[np.ndarray, np.ndarray]:
+    """Every combination of the data groups' sampled counts in their windows (group j: counts
+    `k_lo[j]` to `k_lo[j] + windows[j] - 1`) with its probability, on the host (scipy's
+    binomial pmf, float64): `(counts (C, G), probs (C,))`, C = prod(windows). The probs
+    sum to 1 minus the tails the windows leave out; a count beyond a group's size (a window
+    widened to a batch's) has probability 0. Fixed batching: the counts themselves, C = 1."""
+    n = np.asarray(mech.data_counts(), np.float64).reshape(-1)
+    if not windows:
+        return np.zeros((1, 0)), np.ones(1)
+    if mech.batching != "poisson":
+        return n[None, :], np.ones(1)
+    q = float(mech.sampling_prob)
+    ks, pmfs = [], []
+    for j, width in enumerate(windows):
+        k = float(k_lo[j]) + np.arange(width, dtype=np.float64)
+        valid = (k >= 0) & (k <= n[j])
+        pmf = scipy.stats.binom.pmf(np.clip(k, 0.0, n[j]), n[j], q)
+        ks.append(k)
+        pmfs.append(np.where(valid, pmf, 0.0))
+    combos = np.stack([g.reshape(-1) for g in np.meshgrid(*ks, indexing="ij")], axis=1)
+    probs = math.prod(np.meshgrid(*pmfs, indexing="ij")).reshape(-1)
+    return combos, probs
+
+
 def _interval(mech, m0: float) -> tuple[float, float]:
     """The projection's interval [a, b], read off `project` far out on both sides."""
     with jax.enable_x64(True):
@@ -192,15 +223,14 @@ def _reach(mech, m0, noise, k_lo, windows):
     the noise accumulated as if the drift map had slope 1 (a constant field). A contracting
     field stays well inside; an expanding one loses mass over the ends, which the coarsest
     propagation counts and answers by widening (`last_iterate_epsilon`)."""
-    plan = GridPlan(1, 2, 0, windows, False, False, mech.steps, 1, False)
-    k_lo_arr = jnp.asarray(k_lo, jnp.int64) if k_lo else jnp.zeros((0,), jnp.int64)
-    counts, _ = _count_components(mech, plan, k_lo_arr, jnp.float64)
+    counts, _ = count_components(mech, k_lo, windows)
     # The drift is linear in the counts: its extremes are at the windows' corners.
     if counts.shape[1] > 0:
         low = counts.min(axis=0)
         high = counts.max(axis=0)
         corners = np.array(np.meshgrid(*[[a, b] for a, b in zip(low, high, strict=True)]))
-        counts = jnp.asarray(corners.reshape(counts.shape[1], -1).T)
+        counts = corners.reshape(counts.shape[1], -1).T
+    counts = jnp.asarray(counts, jnp.float64)
 
     lows, highs, bad = (np.asarray(v) for v in _hulls(mech, counts, jnp.float64(m0)))
     if np.any(np.isfinite(bad)):
@@ -252,6 +282,14 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
     return Layout(lo, spacing, nodes, float(noise.max()), k_lo, windows, bps.size > 0, projected)
 
 
+def grid_work(mech, cells_per_sd: float, support: tuple[float, float] | None = None) -> int:
+    """The work of a propagation on the coarsest grid, before any is done: its nodes x the
+    steps x the count components of a step (each finer grid costs about twice the one
+    before, after the support is trimmed). Raises what `layout` raises."""
+    lay = layout(mech, cells_per_sd, support)
+    return lay.nodes * int(mech.steps) * math.prod(lay.windows)
+
+
 def ladder(n: int) -> int:
     """The least size >= n of the form 2^k x {1, 1.25, 1.5, 1.75} (k >= 3): sizes that FFT
     fast and recur, so grids of nearby sizes share one compiled propagation."""
@@ -264,27 +302,53 @@ def ladder(n: int) -> int:
         k += 1
 
 
-def combine(layouts: list[Layout], steps: int, chunk: int, every_step: bool):
-    """One static plan for a batch of layouts, and each one's (lo, spacing, k_lo), widened
-    to the batch's node count, rounded up to a `ladder` size (a projected grid gets finer,
-    another one longer)."""
-    nodes = ladder(max(lay.nodes for lay in layouts))
+def combine(
+    layouts: list[Layout],
+    steps: int,
+    chunk: int,
+    every_step: bool,
+    *,
+    nodes: int = 0,
+    fft_size: int = 0,
+    mechs=None,
+):
+    """One static plan for a batch of layouts, and each one's `(lo, spacing, counts,
+    probs)`: the grids widened to the batch's node count (at least `nodes`), rounded up to
+    a `ladder` size (a projected grid gets finer; another one longer on both sides, m_0
+    still on a node), the FFT at least `fft_size`, and each mechanism's count mixture
+    (`count_components`, `mechs` in the layouts' order) over the batch's windows.
+
+    The FFT's padding beyond the nodes: a projected run keeps every spill on its side (two
+    reaches of at least the kernel's half-width each side, the spill becoming the atom of
+    that end); an unprojected one only keeps the wrap-around of the noise off the grid (a
+    kernel's half-width of 12 sds: everything that reaches the padding is lost mass, and
+    the drift's far moves are counted as lost directly)."""
+    projected = layouts[0].projected
+    nodes = max(ladder(max(lay.nodes for lay in layouts)), nodes)
     spacing = [(lay.hi - lay.lo) / (nodes - 1) if lay.projected else lay.spacing
                for lay in layouts]  # fmt: skip
+    lo = np.asarray([
+        lay.lo if lay.projected else lay.lo - ((nodes - lay.nodes) // 2) * lay.spacing
+        for lay in layouts
+    ])  # fmt: skip
     kernel = max(
         int(math.ceil(NOISE_SDS * lay.widest / h)) + 1
         for lay, h in zip(layouts, spacing, strict=True)
     )
-    size = ladder(nodes + 4 * kernel + 8)
+    pad = 4 * kernel + 8 if projected else kernel + 8
+    size = max(ladder(nodes + pad), fft_size)
+    reach = (size - nodes) // 4 if projected else 2
     widths = [lay.windows for lay in layouts]
     windows = tuple(max(w) for w in zip(*widths, strict=True)) if widths[0] else ()
     plan = GridPlan(
-        nodes, size, (size - nodes) // 4, windows, layouts[0].split, layouts[0].projected,
-        steps, chunk, every_step,
+        nodes, size, reach, windows, layouts[0].split, projected, steps, chunk, every_step,
     )  # fmt: skip
-    lo = np.asarray([lay.lo for lay in layouts])
-    k_lo = np.array([lay.k_lo for lay in layouts], np.int64).reshape(len(layouts), -1)
-    return plan, lo, np.asarray(spacing), k_lo
+    mixtures = [
+        count_components(m, lay.k_lo, windows) for m, lay in zip(mechs, layouts, strict=True)
+    ]
+    counts = np.stack([c for c, _ in mixtures])
+    probs = np.stack([p for _, p in mixtures])
+    return plan, lo, np.asarray(spacing), counts, probs
 
 
 def plan_bytes(plan: GridPlan, batch: int) -> int:

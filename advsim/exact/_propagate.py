@@ -42,7 +42,6 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln, xlog1py, xlogy
 from jaxtyping import Array, Float, Int
 
 from advsim._dpsgd import clip_gradients
@@ -124,34 +123,6 @@ def _fields(mech: AbstractMechanism, pos, t):
     return canary, data, reg.astype(pos.dtype)[:, 0]
 
 
-def _count_components(mech: AbstractMechanism, plan: GridPlan, k_lo, dtype):
-    """Every combination of the groups' sampled counts in their windows, with its
-    probability: `(counts (C, G), probs (C,))`; probs sum to 1 minus the dropped tails."""
-    counts = jnp.asarray(mech.data_counts()).astype(dtype)
-    if not plan.windows:
-        return jnp.zeros((1, 0), dtype), jnp.ones((1,), dtype)
-    if mech.batching != "poisson":
-        return counts[None, :], jnp.ones((1,), dtype)
-    q = jnp.asarray(mech.sampling_prob, dtype)
-    ks, pmfs = [], []
-    for j, width in enumerate(plan.windows):
-        n = counts[j]
-        k = k_lo[j].astype(dtype) + jnp.arange(width, dtype=dtype)
-        valid = (k >= 0) & (k <= n)
-        k_safe = jnp.clip(k, 0.0, n)
-        logpmf = (
-            gammaln(n + 1.0) - gammaln(k_safe + 1.0) - gammaln(n - k_safe + 1.0)
-            + xlogy(k_safe, q) + xlog1py(n - k_safe, -q)
-        )  # fmt: skip
-        ks.append(k)
-        pmfs.append(jnp.where(valid, jnp.exp(logpmf), 0.0))
-    grids = jnp.meshgrid(*ks, indexing="ij")
-    prob_grids = jnp.meshgrid(*pmfs, indexing="ij")
-    combos = jnp.stack([g.reshape(-1) for g in grids], axis=1)
-    probs = math.prod(prob_grids).reshape(-1) if len(prob_grids) > 1 else prob_grids[0]
-    return combos, probs
-
-
 def _deposit(y, w, world, lo, h, plan: GridPlan):
     """Linear-interpolation deposit of masses `w` at positions `y` into world `world`'s row
     of a (2, M) circular array (negative cells wrap to the row's end). Returns (array, far
@@ -210,12 +181,11 @@ def _support(mass, threshold, plan: GridPlan):
     return jnp.min(jnp.where(above, idx, plan.nodes)), jnp.max(jnp.where(above, idx, -1))
 
 
-def _step(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t):
+def _step(mech, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t):
     dtype = jnp.float64
     x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
     pos, frac = _particles(mech, x, h, plan)
     canary, data, reg = _fields(mech, pos.reshape(-1), t)
-    counts, probs = _count_components(mech, plan, k_lo, dtype)
     dropped = jnp.maximum(1.0 - jnp.sum(probs), 0.0)
     base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None, :, :], axis=-1)  # (NS, C)
     eta = jnp.asarray(mech.step_size(t), dtype)
@@ -255,9 +225,11 @@ def _step(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState,
     return new_state, record
 
 
-def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t0):
+def _advance_one(
+    mech, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t0
+):
     def body(st, t):
-        new, rec = _step(mech, plan, lo, h, k_lo, delta, threshold, st, t)
+        new, rec = _step(mech, plan, lo, h, counts, probs, delta, threshold, st, t)
         active = t <= plan.steps
         new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, st)
         nan = jnp.asarray(jnp.nan, jnp.float64)
@@ -274,14 +246,16 @@ def _advance_one(mech, plan: GridPlan, lo, h, k_lo, delta, threshold, state: Gri
 
 
 @eqx.filter_jit
-def advance(mechs, plan: GridPlan, lo, h, k_lo, delta, threshold, state: GridState, t0):
+def advance(mechs, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t0):
     """`plan.chunk` steps from step `t0` (1-indexed; steps past T change nothing) for a
-    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `k_lo`, `state`).
-    Each step also records the first and last node holding more than `threshold`."""
+    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `state`, and of the
+    count mixture: `counts` (batch, C, G), `probs` (batch, C), from
+    `advsim.exact._plan.count_components`). Each step also records the first and last node
+    holding more than `threshold`."""
     arrays, static = eqx.partition(mechs, eqx.is_array)
 
-    def one(arr, lo_, h_, k_lo_, st):
+    def one(arr, lo_, h_, counts_, probs_, st):
         mech = eqx.combine(arr, static)
-        return _advance_one(mech, plan, lo_, h_, k_lo_, delta, threshold, st, t0)
+        return _advance_one(mech, plan, lo_, h_, counts_, probs_, delta, threshold, st, t0)
 
-    return jax.vmap(one)(arrays, lo, h, k_lo, state)
+    return jax.vmap(one)(arrays, lo, h, counts, probs, state)
