@@ -263,6 +263,7 @@ def _run_level(
     with jax.enable_x64(True):
         lo_j, h_j = jnp.asarray(lo), jnp.asarray(spacing)
         counts_j, probs_j = jnp.asarray(counts), jnp.asarray(probs)
+        m0_j = jnp.asarray([_initial_model(m) for m in mechs])
         delta_j = jnp.asarray(delta, jnp.float64)
         level_j = jnp.asarray(SUPPORT_LEVEL * delta, jnp.float64)
         state = _initial_state(mechs, plan, lo, spacing)
@@ -275,6 +276,7 @@ def _run_level(
                 plan,
                 lo_j,
                 h_j,
+                m0_j,
                 counts_j,
                 probs_j,
                 delta_j,
@@ -323,15 +325,19 @@ def _widened(mechs, cells, supports):
     return out
 
 
+def _initial_model(mech) -> float:
+    """m_0 as a float64."""
+    with jax.enable_x64(True):
+        return float(np.asarray(mech.init_model(), np.float64).reshape(()))
+
+
 def _initial_state(mechs, plan, lo, spacing) -> GridState:
     """Both worlds' masses at step 0: m_0 shared between its two nodes (an end node of a
     projected grid keeps half, its atom the other half, as every step leaves them)."""
     width = plan.nodes + (2 if plan.projected else 0)
     masses = np.zeros((len(mechs), width))
     for i, mech in enumerate(mechs):
-        with jax.enable_x64(True):
-            m0 = float(np.asarray(mech.init_model(), np.float64).reshape(()))
-        u = (m0 - lo[i]) / spacing[i]
+        u = (_initial_model(mech) - lo[i]) / spacing[i]
         j = min(max(int(math.floor(u)), 0), plan.nodes - 1)
         f = min(max(u - j, 0.0), 1.0)
         masses[i, j] += 1.0 - f

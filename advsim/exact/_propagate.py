@@ -12,17 +12,19 @@ onto an interval (or the identity). Its law is carried as masses $p_i$ on the no
 $x_i = \mathrm{lo} + i h$, $i < N$ (a lattice: the masses are a quadrature of the density).
 One step:
 
-1. **Drift.** Every node's mass moves to $y = x - \eta_t D_c(x)$ for each component $c$ of
-   the mixture over the counts (a window of each binomial; the mass outside the window is
-   counted as lost) and the canary's presence (probability $q$ or 1 at its steps, in the
-   in-world only), with weight $\Pr(c)$. A node whose cell $[x - h/2, x + h/2]$ holds a
-   declared breakpoint of a field (`field_breakpoints`) is split into its two sides, each
-   moved from its centroid with its own side's field. The moved mass is shared between
-   the two nodes around $y$ in proportion to the distance (linear interpolation: it keeps
-   the mass and the mean, and adds at most $h^2/4$ of variance).
+1. **Drift.** Every node's mass moves to $y = x - \eta_t D_c(x)$ (at step 1 the whole mass
+   moves from $m_0$ itself) for each component $c$ of the mixture over the counts (a window
+   of each binomial; the mass outside the window is counted as lost) and the canary's
+   presence (probability $q$ or 1 at its steps, in the in-world only), with weight $\Pr(c)$.
+   A node whose cell $[x - h/2, x + h/2]$ holds a declared breakpoint of a field
+   (`field_breakpoints`) is split into its two sides, each moved from its centroid with its
+   own side's field. The moved mass is shared between the two nodes around $y$ in proportion
+   to the distance (linear interpolation: it keeps the mass and the mean, and adds at most
+   $h^2/4$ of variance).
 2. **Noise.** The masses are convolved with the Gaussian $\mathcal{N}(0, s_t^2)$,
    $s_t = \eta_t\sigma C$, sampled at the nodes ($h\,\varphi_{s_t}(kh)$): a circular FFT
-   convolution over $M \ge N + 4K$ points ($K$ = 12 standard deviations in cells) whose
+   convolution over $M$ points ($K$ = 12 standard deviations in cells; $M \ge N + 4K$ for
+   a projected run, whose spill must stay on its side, $M \ge N + K$ otherwise) whose
    kernel is known in closed form in frequency (Poisson summation:
    $\hat k(\nu) = \sum_{l} e^{-2\pi^2 (s_t/h)^2 (\nu + l)^2}$, $l \in \{-1, 0, 1\}$).
 3. **Ends.** The mass that lands beyond the grid is, for a projected run, added to the
@@ -55,8 +57,9 @@ class GridPlan(NamedTuple):
     """The static shape of a propagation (shared by a batch; hashable for jit)."""
 
     nodes: int  # N, the grid's nodes
-    fft_size: int  # M >= N + 4 (kernel half-width + 2): padding of 2 reach on each side
-    reach: int  # (M - N) // 4 >= kernel half-width: deposits farther out are far
+    fft_size: int  # M: N + 4 kernel half-widths (projected), else N + 1 (+ 8 cells)
+    reach: int  # cells beyond an end a drift may deposit in the padding; farther is far
+    # (projected: (M - N) // 4 >= the kernel's half-width; else 2, the rest being lost)
     windows: tuple[int, ...]  # the count window's width of each data group
     split: bool  # whether cells holding a breakpoint are split
     projected: bool  # whether the run projects onto [lo, lo + (N - 1) h]
@@ -181,10 +184,15 @@ def _support(mass, threshold, plan: GridPlan):
     return jnp.min(jnp.where(above, idx, plan.nodes)), jnp.max(jnp.where(above, idx, -1))
 
 
-def _step(mech, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t):
+def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t):
     dtype = jnp.float64
     x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
     pos, frac = _particles(mech, x, h, plan)
+    # Step 1 moves the point mass at m_0 itself (wherever it was deposited), so a field
+    # that jumps or turns within a cell of m_0 acts on the first move as it does in a run.
+    first = t == 1
+    pos = jnp.where(first, jnp.asarray(m0, dtype), pos)
+    frac = jnp.where(first, (jnp.arange(pos.shape[1]) == 0).astype(dtype)[None, :], frac)
     canary, data, reg = _fields(mech, pos.reshape(-1), t)
     dropped = jnp.maximum(1.0 - jnp.sum(probs), 0.0)
     base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None, :, :], axis=-1)  # (NS, C)
@@ -226,10 +234,10 @@ def _step(mech, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: G
 
 
 def _advance_one(
-    mech, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t0
+    mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0
 ):
     def body(st, t):
-        new, rec = _step(mech, plan, lo, h, counts, probs, delta, threshold, st, t)
+        new, rec = _step(mech, plan, lo, h, m0, counts, probs, delta, threshold, st, t)
         active = t <= plan.steps
         new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, st)
         nan = jnp.asarray(jnp.nan, jnp.float64)
@@ -246,16 +254,18 @@ def _advance_one(
 
 
 @eqx.filter_jit
-def advance(mechs, plan: GridPlan, lo, h, counts, probs, delta, threshold, state: GridState, t0):
+def advance(
+    mechs, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0
+):
     """`plan.chunk` steps from step `t0` (1-indexed; steps past T change nothing) for a
-    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `state`, and of the
-    count mixture: `counts` (batch, C, G), `probs` (batch, C), from
-    `advsim.exact._plan.count_components`). Each step also records the first and last node
-    holding more than `threshold`."""
+    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `m0` (the initial
+    model, which step 1 moves), `state`, and of the count mixture: `counts` (batch, C, G),
+    `probs` (batch, C), from `advsim.exact._plan.count_components`). Each step also
+    records the first and last node holding more than `threshold`."""
     arrays, static = eqx.partition(mechs, eqx.is_array)
 
-    def one(arr, lo_, h_, counts_, probs_, st):
+    def one(arr, lo_, h_, m0_, counts_, probs_, st):
         mech = eqx.combine(arr, static)
-        return _advance_one(mech, plan, lo_, h_, counts_, probs_, delta, threshold, st, t0)
+        return _advance_one(mech, plan, lo_, h_, m0_, counts_, probs_, delta, threshold, st, t0)
 
-    return jax.vmap(one)(arrays, lo, h, counts, probs, state)
+    return jax.vmap(one)(arrays, lo, h, m0, counts, probs, state)

@@ -80,6 +80,27 @@ class Regularized(AbstractScalarLaw):
         return self.field(model)
 
 
+class JumpNearStart(AbstractScalarLaw):
+    """A canary that pushes (-C) left of `jump` and not at all right of it, with m_0 = 0
+    just left of the jump: every run's first move is the full push."""
+
+    params: DPSGDParams
+    jump: float = eqx.field(static=True)
+
+    def __init__(self, steps, sampling_prob, noise_multiplier, jump, **dpsgd):
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
+        self.jump = jump
+
+    def init_model(self):
+        return jnp.zeros((1,))
+
+    def canary_gradient(self, model, t):
+        return jnp.where(model < self.jump, -1.0, 0.0)
+
+    def field_breakpoints(self):
+        return (self.jump,)
+
+
 # --- reading privacy off two laws -------------------------------------------------------------
 
 
@@ -134,6 +155,17 @@ def test_linear_process_is_the_heuristic():
         assert law.privacy_profile([law.epsilon])[0] == pytest.approx(DELTA, rel=1e-6)
         alpha, beta = law.tradeoff()
         assert alpha[0] == 0 and beta[0] == 1 and np.all(np.diff(alpha) >= 0)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0])
+def test_a_jump_within_a_cell_of_m0_acts_on_the_whole_first_move(sigma):
+    """T = 1, the canary always present: the in-world's model is N(eta C, (eta sigma C)^2)
+    and the out-world's N(0, same), so eps(delta) is that of mu-GDP, mu = 1 / sigma
+    (`gdp_epsilon`, Dong et al. 2022, Cor. 2.13). The jump at 0.01 lies within half a cell
+    of m_0 = 0 on every grid (the finest has sigma / 24): moving each cell's parts from
+    their centroids would split the first move (the error this test was written for)."""
+    exact = last_iterate_epsilon(JumpNearStart(1, 1.0, sigma, 0.01 * sigma), DELTA)
+    assert exact.epsilon == pytest.approx(gdp_epsilon(DELTA, 1.0 / sigma), rel=1e-3)
 
 
 @pytest.mark.slow
