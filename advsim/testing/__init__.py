@@ -22,6 +22,12 @@ lets hypothesis search the parameter space for a violation:
   arXiv:2403.00278; `scalar_constructions`: any field, composition), `scalar_fields`,
   `construction_batches` (batches for one vmapped exact call), the check
   `assert_exact_below` and the Neyman-Pearson adversary `ExactLikelihoodScore`;
+- the contract every mechanism and adversary satisfies, as checks to run on a user's own
+  class: `check_mechanism` (shapes, the engine's clipping to lr * C, accounting,
+  determinism, finite scores, chunk-size invariance) and `check_adversary` (craft, shapes,
+  one scalar score per run, determinism, finite scores, the sign: higher means "canary
+  in"), which raise an AssertionError naming the check that failed (`MECHANISM_CHECKS`,
+  `ADVERSARY_CHECKS` and `SIGN_LEVEL` name the checks and the sign test's level);
 - `SETTINGS`, the hypothesis profile registered as `PROFILE = "advsim"` (derandomized, no
   deadline, no example database), so a property explores the same examples in every run.
   Importing this module registers the profile but loads nothing: use it explicitly,
@@ -58,18 +64,27 @@ from advsim.testing._checks import (
     mixture_sampler,
     simulation_sampler,
 )
+from advsim.testing._contract import (
+    ADVERSARY_CHECKS,
+    MECHANISM_CHECKS,
+    SIGN_LEVEL,
+    check_adversary,
+    check_mechanism,
+)
 from advsim.testing._exact import (
-    ConvexityCertificate,
     ExactLikelihoodScore,
-    ProjectedScalarFieldConstruction,
-    ScalarField,
-    ScalarFieldConstruction,
     assert_exact_below,
     construction_batches,
     convex_constructions,
     linear_constructions,
     scalar_constructions,
     scalar_fields,
+)
+from advsim.testing._fields import (
+    ConvexityCertificate,
+    ProjectedScalarFieldConstruction,
+    ScalarField,
+    ScalarFieldConstruction,
 )
 from advsim.testing._strategies import (
     PROFILE,
@@ -91,8 +106,11 @@ from advsim.testing._strategies import (
 )
 
 __all__ = [
+    "ADVERSARY_CHECKS",
+    "MECHANISM_CHECKS",
     "PROFILE",
     "SETTINGS",
+    "SIGN_LEVEL",
     "Calibration",
     "ConvexityCertificate",
     "DPSGDParams",
@@ -108,6 +126,8 @@ __all__ = [
     "assert_monotone",
     "batch_sizes",
     "calibration_fraction",
+    "check_adversary",
+    "check_mechanism",
     "clip_norms",
     "clopper_pearson_interval",
     "construction_batches",

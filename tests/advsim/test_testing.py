@@ -1,17 +1,21 @@
 """Tests of advsim.testing itself: strategies draw valid values in their bounds, checks
 fail with reports that name what is needed to replay, calibration counts correctly."""
 
+import dataclasses
 import linecache
 import math
 import re
 from pathlib import Path
 
+import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import advsim
 import advsim.testing as tst
 from advsim import Accounting, Scores
 from advsim.adversaries import ProjectionScore
@@ -290,3 +294,128 @@ def test_readme_property_testing_section_runs():
     name = "<README.md: Property testing>"
     linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)
     exec(compile(code, name, "exec"), {"__name__": "readme_property_testing"})
+
+
+# ----------------------------------------------------------------------------------------
+# Contract checks: each check passes on a built-in and fails, by name, on a class that
+# breaks it.
+
+
+class _Offset(advsim.AbstractMechanism):
+    """A d-dimensional canary of gradient -e_1 scaled by `scale`, no data."""
+
+    params: advsim.DPSGDParams
+    dim: int = eqx.field(static=True)
+    canary: int = eqx.field(static=True)
+
+    def __init__(self, steps=5, sampling_prob=0.5, noise_multiplier=0.5, dim=2, canary=None):
+        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier)
+        self.dim, self.canary = dim, dim if canary is None else canary
+
+    def init_model(self):
+        return jnp.zeros((self.dim,))
+
+    def canary_gradient(self, model, t):
+        return -3.0 * jnp.eye(self.canary)[0]
+
+
+class _Doubling(_Offset, advsim.AbstractProjected):
+    """Doubles the model after each step: not a projection, the canary moves it 2 lr C."""
+
+    @property
+    def diameter(self):
+        return math.inf
+
+    def project(self, model):
+        return 2.0 * model
+
+
+class _Unsampled(_Offset):
+    """Accounts the Poisson-sampled canary as present in every step."""
+
+    def accounting(self):
+        return dataclasses.replace(super().accounting(), sampling_prob=1.0)
+
+
+class _Constant(advsim.AbstractAdversary):
+    def score(self, mechanism, release):
+        return jnp.zeros((), release.dtype)
+
+
+class _Infinite(advsim.AbstractAdversary):
+    def score(self, mechanism, release):
+        return jnp.log(jnp.abs(release[0]) * 0.0)
+
+
+class _Negated(advsim.AbstractAdversary):
+    def score(self, mechanism, release):
+        return -ProjectionScore().score(mechanism, release)
+
+
+class _Louder(advsim.AbstractAdversary):
+    """Crafts the run with half the noise: its accounting no longer holds."""
+
+    def craft(self, mechanism):
+        sigma = np.asarray(mechanism.noise_multiplier / 2)
+        return eqx.tree_at(lambda m: m.params.noise_multiplier, mechanism, sigma)
+
+    def score(self, mechanism, release):
+        return ProjectionScore().score(mechanism, release)
+
+
+def test_check_mechanism_passes_on_a_builtin():
+    tst.check_mechanism(_Offset(), checks=("shapes", "clipping", "accounting"))
+    assert tst.MECHANISM_CHECKS[:3] == ("shapes", "clipping", "accounting")
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "check", "message"),
+    [
+        (
+            _Offset(canary=1),
+            "shapes",
+            r"_Offset fails the 'shapes' check: _Offset\.canary_gradient returned shape "
+            r"\(1,\); expected shape \(2,\)",
+        ),
+        (
+            _Doubling(),
+            "clipping",
+            r"_Doubling fails the 'clipping' check: adding the canary at step 1 from m_0 "
+            r"moves the model by 2 > lr \* C = 1",
+        ),
+        (
+            _Unsampled(),
+            "accounting",
+            r"_Unsampled fails the 'accounting' check: accounting\(\)\.sampling_prob is "
+            r"1\.0, expected 0\.5",
+        ),
+    ],
+    ids=["shapes", "clipping", "accounting"],
+)
+def test_check_mechanism_names_the_failed_check(mechanism, check, message):
+    with pytest.raises(AssertionError, match=message):
+        tst.check_mechanism(mechanism, checks=(check,))
+
+
+def test_check_mechanism_simulated_checks():
+    with pytest.raises(AssertionError, match="fails the 'determinism' check: keys 0 and 1"):
+        tst.check_mechanism(_Offset(), _Constant(), checks=("determinism",))
+    with pytest.raises(AssertionError, match="fails the 'finite' check: 4133 non-finite"):
+        tst.check_mechanism(_Offset(dim=1), _Infinite(), checks=("finite",), trials=4133)
+    with pytest.raises(ValueError, match=r"unknown checks \['speed'\]; valid checks are"):
+        tst.check_mechanism(_Offset(), checks=("speed",))
+
+
+def test_check_adversary_passes_on_a_builtin_and_catches_a_reversed_sign():
+    mechanism = LinearProcess(10, 0.5, 0.5)
+    tst.check_adversary(ProjectionScore(), mechanism)
+    with pytest.raises(AssertionError, match="_Negated on LinearProcess fails the 'sign' check"):
+        tst.check_adversary(_Negated(), mechanism, checks=("sign",))
+
+
+def test_check_adversary_names_craft_and_shape_failures():
+    mechanism = LinearProcess(10, 0.5, 0.5)
+    with pytest.raises(AssertionError, match="fails the 'craft' check: the crafted mechanism's"):
+        tst.check_adversary(_Louder(), mechanism, checks=("craft",))
+    with pytest.raises(AssertionError, match=r"'shapes' check: _Infinite\.score returned shape"):
+        tst.check_adversary(_Infinite(), mechanism, checks=("shapes",), release="all")

@@ -1,19 +1,23 @@
 """The contract every mechanism must satisfy, run on each entry of `CASES`.
 
 A new mechanism file adds one `Case` to `CASES` (a factory, so nothing is built at import
-time) and gets every check below:
+time) and gets every check of `advsim.testing.check_mechanism` (the public suite a user
+runs on their own class):
 
+- the shapes the engine expects of every method (the model (d,), the gradients (d,) and
+  (g, d), the counts (g,), a scalar step size);
 - the engine's step moves the model by at most lr * C for the canary and for each data
   example, whatever gradients the mechanism returns (checked on `dpsgd_update`, the step
   `simulate` runs, not on the clipping helper);
+- `accounting()` agrees with the canary schedule and the batching;
 - the same key gives identical scores, a different key different ones;
-- the scores do not depend on the chunk size (bit for bit);
-- the scores are finite;
-- `accounting()` agrees with the canary schedule and the batching.
+- the scores are finite, one per run;
+- the scores do not depend on the chunk size (bit for bit; slow).
 
-Where the expected values come from: the DP-SGD contract of DESIGN.md (the engine clips to
-C, the canary is Poisson-sampled with rate q only for a sampled schedule under Poisson
-batching) and `simulate`'s docstring (run i depends only on its key).
+Where the expected values come from: the engine clips every gradient to C, the canary is
+Poisson-sampled with rate q only for a sampled schedule under Poisson batching, and
+`simulate`'s docstring says run i depends only on its key. The adversary of each case is
+checked against its mechanism in tests/adversaries/test_contract.py.
 """
 
 from __future__ import annotations
@@ -21,13 +25,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import equinox as eqx
 import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 
-import advsim
+import advsim.testing
 from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule
 from advsim.adversaries import (
     BiasedCoordinate,
@@ -163,144 +164,36 @@ def case(request):
         yield case
 
 
-# --- simulations shared by the tests of one case (compiling dominates their cost) -----------
-
-_CACHE: dict = {}
+# --- the public contract suite, one test per group of checks ----------------------------------
 
 
-def _chunk_sizes(mech: AbstractMechanism) -> tuple[int, int, int]:
-    """chunk_size=1 (one block per chunk), a middle value (two blocks per device) and one
-    above the number of trials (a single chunk)."""
-    b = advsim.block_size(mech) * len(jax.devices())
-    return 1, b + 1, 4 * b
+def _check(case: Case, *checks: str) -> None:
+    advsim.testing.check_mechanism(case.mechanism(), case.adversary(), checks=checks)
 
 
-def _trials(mech: AbstractMechanism) -> int:
-    # A little over two blocks per device: several chunks of one and two blocks, and a
-    # partial tail in each chunking.
-    return 2 * advsim.block_size(mech) * len(jax.devices()) + 37
+def test_shapes(case):
+    _check(case, "shapes")
 
 
-def _scores(case: Case, chunk_size: int, seed: int = 0) -> advsim.Scores:
-    cache_key = (case.name, chunk_size, seed, jax.config.jax_enable_x64)
-    if cache_key not in _CACHE:
-        mech = case.mechanism()
-        _CACHE[cache_key] = advsim.simulate(
-            mech, case.adversary(), _trials(mech), jax.random.key(seed), chunk_size=chunk_size
-        )
-    return _CACHE[cache_key]
-
-
-# --- clipping ------------------------------------------------------------------------------------
-
-
-def _steps_to_check(mech: AbstractMechanism) -> list[int]:
-    return sorted({1, 2, max(1, mech.steps // 2), mech.steps})
-
-
-def _models_to_check(mech: AbstractMechanism) -> list[jax.Array]:
-    m0 = mech.init_model()
-    shifted = m0 + jax.random.normal(jax.random.key(1), m0.shape, m0.dtype)
-    return [m0, shifted]
-
-
-@eqx.filter_jit
-def _engine_displacements(mech, model, t):
-    """How far the engine's update (`advsim.dpsgd_update`, the step `simulate` runs, with
-    zero noise) moves m_t when the canary is added to the batch, and when one example of
-    each data group is: everything else equal, so the regularizer cancels."""
-    counts = jnp.asarray(mech.data_counts(), jnp.int32)
-    zero = jnp.zeros_like(model)
-
-    def step(present, cts):
-        return advsim.dpsgd_update(mech, model, t, jnp.asarray(present), cts, zero)
-
-    canary = step(True, counts) - step(False, counts)
-    base = jnp.zeros_like(counts)
-    one_each = jnp.eye(counts.shape[0], dtype=jnp.int32)
-    data = jax.vmap(lambda c: step(False, c) - step(False, base))(one_each)
-    return jnp.linalg.norm(canary), jnp.linalg.norm(data, axis=-1)
-
-
-def _step_bound(mech, model, t) -> float:
-    """lr_t * C, with float32 rounding of the update at the model's scale."""
-    lr = float(mech.step_size(jnp.int32(t)))
-    scale = 1.0 + float(jnp.max(jnp.abs(model)))
-    return lr * float(mech.clip_norm) * (1 + 1e-5) + 1e-5 * scale
-
-
-def test_engine_moves_the_model_at_most_lr_c_for_the_canary(case):
-    # The contract of DESIGN.md from the engine's side: adding the canary to a step's batch
+def test_engine_moves_the_model_at_most_lr_c(case):
+    # Adding the canary, or one more example of a data group, to a step's batch
     # (everything else equal, no noise) moves m_t by at most lr * C, whatever gradient the
     # mechanism returns.
-    mech = case.mechanism()
-    for model in _models_to_check(mech):
-        for t in _steps_to_check(mech):
-            assert mech.canary_gradient(model, jnp.int32(t)).shape == model.shape
-            norm, _ = _engine_displacements(mech, model, jnp.int32(t))
-            assert float(norm) <= _step_bound(mech, model, t), (t, norm)
+    _check(case, "clipping")
 
 
-def test_engine_moves_the_model_at_most_lr_c_per_data_example(case):
-    # One more example of group g in the batch moves m_t by at most lr * C.
-    mech = case.mechanism()
-    counts = np.asarray(mech.data_counts())
-    assert counts.ndim == 1 and np.all(counts >= 0)
-    for model in _models_to_check(mech):
-        for t in _steps_to_check(mech):
-            grads = mech.data_gradients(model, jnp.int32(t))
-            assert grads.shape == (counts.shape[0], *model.shape)
-            _, norms = _engine_displacements(mech, model, jnp.int32(t))
-            assert np.all(np.asarray(norms) <= _step_bound(mech, model, t)), (t, norms)
+def test_accounting_matches_schedule(case):
+    _check(case, "accounting")
 
 
-# --- simulation -------------------------------------------------------------------------------
-
-
-def test_same_key_same_scores(case):
-    first = _scores(case, chunk_size=1)
-    mech = case.mechanism()
-    again = advsim.simulate(mech, case.adversary(), _trials(mech), jax.random.key(0), chunk_size=1)
-    np.testing.assert_array_equal(first.canary_in, again.canary_in)
-    np.testing.assert_array_equal(first.canary_out, again.canary_out)
-    other = _scores(case, chunk_size=1, seed=1)
-    assert not np.array_equal(first.canary_in, other.canary_in)
-    assert not np.array_equal(first.canary_out, other.canary_out)
+def test_same_key_same_scores_and_finite(case):
+    # One compilation per case; the checks share its simulations.
+    _check(case, "determinism", "finite")
 
 
 @pytest.mark.slow  # two more compilations per case (~5-15 s each on 2 CPU cores)
 def test_chunk_size_invariance(case):
-    mech = case.mechanism()
-    small, middle, large = (_scores(case, cs) for cs in _chunk_sizes(mech))
-    for other in (middle, large):
-        np.testing.assert_array_equal(small.canary_in, other.canary_in)
-        np.testing.assert_array_equal(small.canary_out, other.canary_out)
-
-
-def test_scores_are_finite(case):
-    scores = _scores(case, chunk_size=1)
-    mech = case.mechanism()
-    assert scores.canary_in.shape == scores.canary_out.shape == (_trials(mech),)
-    assert np.all(np.isfinite(scores.canary_in))
-    assert np.all(np.isfinite(scores.canary_out))
-
-
-# --- accounting --------------------------------------------------------------------------------
-
-
-def test_accounting_matches_schedule(case):
-    mech = case.mechanism()
-    acc = mech.accounting()
-    schedule = mech.canary_schedule
-    expected_steps = tuple(t for t in range(1, mech.steps + 1) if bool(schedule.mask(t)))
-    assert acc.steps == mech.steps
-    assert acc.canary_steps == expected_steps == schedule.steps(mech.steps)
-    assert acc.num_canary_steps == len(expected_steps)
-    assert acc.noise_multiplier == float(mech.noise_multiplier)
-    if schedule.sampled and mech.batching == "poisson":
-        assert acc.sampling_prob == float(mech.sampling_prob)
-    else:
-        assert acc.sampling_prob == 1.0
+    _check(case, "chunking")
 
 
 def test_accounting_known_values():

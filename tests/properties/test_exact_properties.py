@@ -60,7 +60,7 @@ from hypothesis import Phase, assume, example, given, settings
 from hypothesis import strategies as st
 
 import advsim
-import advsim.testing._exact as _exact
+import advsim.testing._fields as _fields
 from advsim import CanarySchedule
 from advsim.audits import EpsDeltaAudit, audit
 from advsim.bounds import composition_epsilon, heuristic_epsilon
@@ -498,13 +498,13 @@ def test_mutant_composition_scaled_down_is_caught(monkeypatch):
 def test_mutant_shifted_interpolation_scaled_down_is_caught(monkeypatch):
     # The shifted-interpolation bound 3% too small: the linear canary with a far projection
     # (exact ~ the bound, which is composition for T = 3) exceeds it.
-    original = _exact.shifted_interpolation_bound
+    original = _fields.shifted_interpolation_bound
 
     def scaled(*args, **kwargs):
         bound = original(*args, **kwargs)
         return dataclasses.replace(bound, epsilon=0.97 * bound.epsilon)
 
-    monkeypatch.setattr(_exact, "shifted_interpolation_bound", scaled)
+    monkeypatch.setattr(_fields, "shifted_interpolation_bound", scaled)
     with pytest.raises(AssertionError, match="exact epsilon exceeds the shifted-interpolation"):
         check_convex(linear_canary_batch(3))
 
