@@ -285,6 +285,10 @@ class AbstractMechanism(eqx.Module):
 
     #: Set True by mechanisms whose numerics need float64 (jax_enable_x64).
     requires_x64: ClassVar[bool] = False
+    #: Set True by mechanisms in the last-iterate heuristic's family (its tight case), where
+    #: the family audit's assumption holds; sweeps audit them with "family" by default and
+    #: every other mechanism with the assumption-free "eps_delta".
+    in_heuristic_family: ClassVar[bool] = False
 
     def __check_init__(self):
         # Runs after every concrete mechanism's __init__ (equinox): the record was checked

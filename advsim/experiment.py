@@ -23,7 +23,8 @@ import dataclasses
 import math
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import jax
 import numpy as np
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_STEPS",
     "ThresholdSearchResult",
     "exact_columns",
+    "record_columns",
     "run_audit",
     "run_threshold_search",
     "threshold_search",
@@ -73,7 +75,13 @@ of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose c
 """
 
 
-@dataclasses.dataclass(frozen=True)
+def _column(role: str, *, bounds: bool = False, default=dataclasses.MISSING):
+    """A field of `AuditRecord`: its `role` ("parameter": what the cell was configured with;
+    "result"; "time": a part of the wall time) and whether a bounds-only cell has it."""
+    return dataclasses.field(default=default, metadata={"role": role, "bounds": bounds})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class AuditRecord:
     """One audited configuration: parameters, empirical epsilon and the three bounds.
 
@@ -89,48 +97,72 @@ class AuditRecord:
     `EXACT_COLUMNS` hold the exact epsilon of the last model and its refinement-estimated
     error (`exact_columns`); otherwise they are None (`exact_note` says why, unless exact
     was not asked for). `exact_time_s` is what computing them took, compilation included.
+    `calibrate_time_s` is 0 here: a driver that calibrates sigma first (a sweep with
+    `target_epsilon`) fills it in.
+
+    The fields are the columns of a sweep's table, in its order (`record_columns`); each
+    says whether it is a parameter, a result or a part of the wall time, and whether a
+    bounds-only cell has it.
     """
 
-    mechanism: str
-    adversary: str
-    method: str
-    steps: int
-    sampling_prob: float
-    noise_multiplier: float
-    num_canary_steps: int
-    delta: float
-    confidence: float
-    threshold_selection: str
-    trials: int
-    seed: int
-    eps_lower: float | None
-    eps_point: float | None
-    heuristic: float
-    composition: float
-    full_batch: float
-    rigorous: bool
-    guarantee: str
-    assumption: str
-    assumption_rejected: bool | None
-    eps_point_above_composition: bool
-    eps_lower_note: str | None
-    eps_point_note: str | None
-    threshold: float
-    fpr: float
-    fnr: float
-    wall_time_s: float
-    compile_time_s: float
-    simulate_time_s: float
-    audit_time_s: float
-    bounds_time_s: float
-    exact_epsilon: float | None = None
-    exact_error: float | None = None
-    exact_error_kind: str | None = None
-    exact_note: str | None = None
-    exact_time_s: float = 0.0
+    mechanism: str = _column("parameter", bounds=True)
+    adversary: str = _column("parameter")
+    method: str = _column("parameter")
+    steps: int = _column("parameter", bounds=True)
+    sampling_prob: float = _column("parameter", bounds=True)
+    noise_multiplier: float = _column("parameter", bounds=True)
+    num_canary_steps: int = _column("result", bounds=True)
+    delta: float = _column("parameter", bounds=True)
+    confidence: float = _column("parameter")
+    threshold_selection: str = _column("parameter")
+    eps_lower: float | None = _column("result")
+    eps_point: float | None = _column("result")
+    heuristic: float = _column("result", bounds=True)
+    composition: float = _column("result", bounds=True)
+    full_batch: float = _column("result", bounds=True)
+    exact_epsilon: float | None = _column("result", bounds=True, default=None)
+    exact_error: float | None = _column("result", bounds=True, default=None)
+    exact_error_kind: str | None = _column("result", bounds=True, default=None)
+    rigorous: bool = _column("result")
+    guarantee: str = _column("result")
+    assumption: str = _column("result")
+    assumption_rejected: bool | None = _column("result")
+    eps_point_above_composition: bool = _column("result")
+    eps_lower_note: str | None = _column("result")
+    eps_point_note: str | None = _column("result")
+    exact_note: str | None = _column("result", bounds=True, default=None)
+    threshold: float = _column("result")
+    fpr: float = _column("result")
+    fnr: float = _column("result")
+    trials: int = _column("parameter")
+    seed: int = _column("result")
+    wall_time_s: float = _column("result", bounds=True)
+    calibrate_time_s: float = _column("time", default=0.0)
+    compile_time_s: float = _column("time")
+    simulate_time_s: float = _column("time")
+    audit_time_s: float = _column("time")
+    bounds_time_s: float = _column("time")
+    exact_time_s: float = _column("time", bounds=True, default=0.0)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def record_columns(role: str | None = None, *, bounds: bool = False) -> tuple[str, ...]:
+    """`AuditRecord`'s fields in table order: all of them, or those of one `role`
+    ("parameter", "result", "time"); with `bounds`, only those a bounds-only cell has.
+
+    Example:
+        >>> record_columns("time")[:2]
+        ('calibrate_time_s', 'compile_time_s')
+    """
+    if role not in (None, "parameter", "result", "time"):
+        raise ValueError(f"role must be 'parameter', 'result', 'time' or None, got {role!r}")
+    return tuple(
+        f.name
+        for f in dataclasses.fields(AuditRecord)
+        if role in (None, f.metadata["role"]) and (f.metadata["bounds"] or not bounds)
+    )
 
 
 #: JAX's compilation events (`jax.monitoring`): tracing, lowering, XLA compilation.
@@ -291,6 +323,7 @@ def run_audit(
     delta: float = 1e-5,
     confidence: float = 0.95,
     threshold_selection: str = "split",
+    strategy_options: Mapping[str, Any] | None = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
     exact: bool = False,
@@ -311,7 +344,11 @@ def run_audit(
             "eps_delta" or "tradeoff" (assumption-free); see `advsim.audits`.
         delta: the delta at which every epsilon is reported.
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
-        threshold_selection: "split" (rigorous) or "same" (optimistic, as in the papers).
+        threshold_selection: "split" (rigorous), "same" (optimistic, as in the papers) or
+            any other of `advsim.audits.THRESHOLD_SELECTIONS` (e.g. "projected_split").
+        strategy_options: the options that `threshold_selection` takes
+            (`THRESHOLD_SELECTIONS[threshold_selection]`, e.g. `selection_fraction` of
+            "projected_split"), passed to `advsim.audits.audit`.
         chunk_size: runs per compiled chunk (results do not depend on it).
         progress: tqdm bars (default: automatic for long simulations and exact runs).
         exact: also fill the record's `EXACT_COLUMNS` with `exact_columns` of the crafted
@@ -353,6 +390,7 @@ def run_audit(
             confidence=confidence,
             threshold_selection=threshold_selection,
             seed=seed,
+            **(strategy_options or {}),
         )
     exact_cols = dict.fromkeys(EXACT_COLUMNS)
     exact_time = 0.0

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from advsim._io import atomic_path
+from advsim.experiment import record_columns
 
 __all__ = [
     "plot_eps_emp_vs_eps",
@@ -303,17 +304,12 @@ def _pivot(rows: Sequence[Mapping], x: str, y: str, value) -> tuple[list, list, 
     return xs, ys, mat
 
 
-#: Result columns of a sweep table (`advsim.sweep.AUDIT_COLUMNS`, `BOUNDS_COLUMNS`) that are
-#: not parameters (a test keeps the two in step).
-_NOT_PARAMS = {
-    "cell", "cell_id", "eps_lower", "eps_point", "heuristic", "composition", "full_batch",
-    "threshold", "fpr", "fnr", "wall_time_s", "seed", "rigorous", "num_canary_steps",
-    "guarantee", "assumption", "assumption_rejected", "eps_point_above_composition",
-    "eps_lower_note", "eps_point_note",
-    "exact_epsilon", "exact_error", "exact_error_kind", "exact_note",
-    "calibrate_time_s", "compile_time_s", "simulate_time_s", "audit_time_s", "bounds_time_s",
-    "exact_time_s",
-}
+#: Columns of a sweep table that are not parameters: the cell's position and id, and
+#: every field of `advsim.experiment.AuditRecord` that is a result or a time (the table's
+#: columns, `advsim.sweep.AUDIT_COLUMNS` and `BOUNDS_COLUMNS`, are its fields).
+_NOT_PARAMS = frozenset(
+    {"cell", "cell_id", *(c for c in record_columns() if c not in record_columns("parameter"))}
+)
 
 
 def _varying(rows: Sequence[Mapping], exclude) -> list[str]:

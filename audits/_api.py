@@ -10,13 +10,7 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
-from ._strategies import (
-    STRATEGIES,
-    bonferroni_audit,
-    explicit_audit,
-    multi_split_audit,
-    projected_split_audit,
-)
+from ._strategies import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
 from ._tradeoff import TradeoffAudit
 
 __all__ = ["AUDITS", "AUDIT_METHODS", "THRESHOLD_SELECTIONS", "audit", "get_audit"]
@@ -30,9 +24,18 @@ AUDITS: dict[str, type[AbstractAudit]] = {
 """Every audit by name; all share one contract (tests/audits/test_contract.py)."""
 AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS))
 """Every name `audit` / `get_audit` accept."""
-THRESHOLD_SELECTIONS: tuple[str, ...] = ("split", "same", *STRATEGIES)
-"""Every `threshold_selection` `audit` accepts: the audits' own ("split", "same") and
-jax_privacy's other strategies (`audits._strategies`).
+
+
+def _threshold_selections() -> dict[str, tuple[str, ...]]:
+    own = {s: () for cls in AUDITS.values() for s in cls.threshold_selections}
+    return {**own, **STRATEGY_OPTIONS}
+
+
+THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = _threshold_selections()
+"""Every `threshold_selection` `audit` accepts, with the options of `audit` it takes: the
+audits' own (`AbstractAudit.threshold_selections`: "split", "same"; no options), then the
+strategies of `audits._strategies` ("explicit" takes `threshold`, "multi_split"
+`num_splits`, "projected_split" `selection_fraction`, read off their signatures).
 """
 
 
@@ -74,7 +77,8 @@ def audit(
     seed: int = 0,
     min_count: int = 50,
     threshold: float | None = None,
-    num_splits: int = 21,
+    num_splits: int | None = None,
+    selection_fraction: float | None = None,
 ) -> AuditResult:
     """Audits `scores` with the named method; `get_audit(method, ...)(scores, ...)`.
 
@@ -87,18 +91,21 @@ def audit(
         accounting: the run's public parameters; required by `"family"` and
             `"tradeoff"`.
         confidence: c in (0.5, 1).
-        threshold_selection: `"split"` (held out), `"same"` (optimistic), or one of
-            jax_privacy's strategies (`audits._strategies`): `"explicit"` (at
-            `threshold`, all runs counted), `"multi_split"` (the lower median of
-            `num_splits` split bounds at level (1 - c) / 2, Meinshausen et al. 2009; held
-            out) or `"bonferroni"` (the best of all thresholds at level (1 - c) / K;
-            placed at the observed scores, so not held out); or `"projected_split"`
-            (two thresholds chosen on 15% of the runs with counts projected to the rest,
-            counted on the other 85% with Bonferroni over the two: held out).
+        threshold_selection: one of `THRESHOLD_SELECTIONS`: `"split"` (held out),
+            `"same"` (optimistic), or one of jax_privacy's strategies
+            (`audits._strategies`): `"explicit"` (at `threshold`, all runs counted),
+            `"multi_split"` (the lower median of `num_splits` split bounds at level
+            (1 - c) / 2, Meinshausen et al. 2009; held out) or `"bonferroni"` (the best
+            of all thresholds at level (1 - c) / K; placed at the observed scores, so not
+            held out); or `"projected_split"` (two thresholds chosen on a
+            `selection_fraction` of the runs with counts projected to the rest, counted
+            on the others with Bonferroni over the two: held out).
         seed: seed for the split (the first split's under `"multi_split"`).
         min_count: least counts at a threshold used by the point estimate.
         threshold: the test's threshold, required by and only by `"explicit"`.
-        num_splits: splits of `"multi_split"`.
+        num_splits: splits of `"multi_split"` (default 21); only with it.
+        selection_fraction: the share of each world that chooses the thresholds of
+            `"projected_split"`, in (0, 1) (default 0.15); only with it.
 
     Returns:
         An `AuditResult`.
@@ -106,7 +113,7 @@ def audit(
     Raises:
         ValueError: unknown method or threshold_selection, bad delta/confidence, fewer
             than 2 scores per world, `"family"` without accounting, a `threshold`
-            without `"explicit"` or `"explicit"` without one.
+            without `"explicit"` or `"explicit"` without one, another strategy's option.
         NonFiniteScoresError: some score is NaN or inf.
 
     Example:
@@ -121,7 +128,7 @@ def audit(
     """
     if threshold_selection not in THRESHOLD_SELECTIONS:
         raise ValueError(
-            f"threshold_selection must be one of {THRESHOLD_SELECTIONS}, got "
+            f"threshold_selection must be one of {tuple(THRESHOLD_SELECTIONS)}, got "
             f"{threshold_selection!r}"
         )
     if (threshold is not None) != (threshold_selection == "explicit"):
@@ -129,6 +136,19 @@ def audit(
             "threshold is given exactly when threshold_selection='explicit', got "
             f"threshold_selection={threshold_selection!r}, threshold={threshold!r}"
         )
+    given = {
+        "threshold": threshold,
+        "num_splits": num_splits,
+        "selection_fraction": selection_fraction,
+    }
+    options = {k: v for k, v in given.items() if v is not None}
+    for key in options:
+        if key not in THRESHOLD_SELECTIONS[threshold_selection]:
+            takers = [s for s, opts in THRESHOLD_SELECTIONS.items() if key in opts]
+            raise ValueError(
+                f"{key} applies to threshold_selection={' or '.join(map(repr, takers))} "
+                f"only, got threshold_selection={threshold_selection!r}"
+            )
     strategy = threshold_selection if threshold_selection in STRATEGIES else None
     auditor = get_audit(
         method,
@@ -144,12 +164,4 @@ def audit(
             f"threshold_selection={strategy!r} needs a one-threshold audit "
             f"('eps_delta', 'gdp', 'family'), got method={method!r}"
         )
-    if strategy == "explicit":
-        return explicit_audit(auditor, scores, threshold, delta=delta, accounting=accounting)
-    if strategy == "multi_split":
-        return multi_split_audit(
-            auditor, scores, delta=delta, accounting=accounting, num_splits=num_splits
-        )
-    if strategy == "projected_split":
-        return projected_split_audit(auditor, scores, delta=delta, accounting=accounting)
-    return bonferroni_audit(auditor, scores, delta=delta, accounting=accounting)
+    return strategy_audit(strategy, auditor, scores, delta=delta, accounting=accounting, **options)

@@ -449,36 +449,14 @@ def certify_violation(
         scores, bound, accounting, delta, confidence, seed, num_thresholds, reference
     )
     fam = _family(bound, accounting, reference)
-    cin = np.asarray(scores.canary_in, dtype=np.float64)
-    cout = np.asarray(scores.canary_out, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    sel_in, cnt_in = split_halves(cin, rng)
-    sel_out, cnt_out = split_halves(cout, rng)
-    sel_in, sel_out = np.sort(sel_in), np.sort(sel_out)
-    cnt_in, cnt_out = np.sort(cnt_in), np.sort(cnt_out)
+    sel_in, cnt_in = _sorted_halves(scores.canary_in, rng)
+    sel_out, cnt_out = _sorted_halves(scores.canary_out, rng)
     alpha = (1.0 - confidence) / 2.0
+    witnesses, n_candidates = _choose_witnesses(fam, sel_in, sel_out, alpha, m)
+    m = witnesses.size
 
-    # -- choose the witnesses on the first half (Bonferroni over the candidates) --------
-    cands = candidate_thresholds(sel_in, sel_out)
-    fp, fn = counts_at(sel_in, sel_out, cands)
-    # If no candidate violates any curve at the Bonferroni level (too few runs for it),
-    # rank at the single level, then by raw rates: any rule that looks only at the first
-    # half keeps the held-out certificate valid; these only pick a sensible witness.
-    for level in (alpha / cands.size, alpha, None):
-        if level is None:
-            a_sel, b_sel = fp / sel_out.size, fn / sel_in.size
-        else:
-            a_sel = clopper_pearson_upper(fp, sel_out.size, level)
-            b_sel = clopper_pearson_upper(fn, sel_in.size, level)
-        x_sel, _ = _boundary(fam, a_sel, b_sel)
-        if x_sel is not None:
-            break
-    x_rank = fam.x_max if x_sel is None else x_sel
-    margin = fam.curve_at(x_rank)(a_sel) - b_sel
-    m = min(m, cands.size)
-    witnesses = cands[np.argsort(-margin, kind="stable")[:m]]
-
-    # -- count them on the held-out half ------------------------------------------------
+    # Count the witnesses on the held-out half, Bonferroni over them.
     fp_h, fn_h = counts_at(cnt_in, cnt_out, witnesses)
     a_up = clopper_pearson_upper(fp_h, cnt_out.size, alpha / m)
     b_up = clopper_pearson_upper(fn_h, cnt_in.size, alpha / m)
@@ -486,40 +464,15 @@ def certify_violation(
     no_reference = bound == "gdp" and reference is None and accounting is None
     reference = None if no_reference else fam.index(fam.x_ref)
     certified = x_star is not None if no_reference else fam.violated(fam.x_ref, a_up, b_up)
-
     star = None if x_star is None else fam.index(x_star)
-    sigma_star = mu_star = None
-    if bound == "gdp":
-        mu_star = star
-        if star is not None and accounting is not None:
-            sigma_star = accounting.sampling_prob * math.sqrt(accounting.num_canary_steps) / star
-    else:
-        sigma_star = star
+    sigma_star, mu_star = _stars(bound, star, accounting)
     eps = None
     if delta is not None and star is not None:
         eps = _eps_equivalent(bound, star, delta, accounting)
-    curve_vals = fam.curve_at(x_star)(a_up) if x_star is not None else np.full(a_up.size, np.nan)
-    wit = tuple(
-        {
-            "threshold": float(witnesses[i]),
-            "fp": int(fp_h[i]),
-            "fn": int(fn_h[i]),
-            "fpr": float(fp_h[i] / cnt_out.size),
-            "fnr": float(fn_h[i] / cnt_in.size),
-            "fpr_upper": float(a_up[i]),
-            "fnr_upper": float(b_up[i]),
-            "curve_at_fpr_upper": None if x_star is None else float(curve_vals[i]),
-        }
-        for i in range(m)
-    )
-    if bound == "gdp":
-        ref_label = "the given" if user_reference else "the run's full-batch"
-    else:
-        ref_label = (
-            "the given noise multiplier" if user_reference else "the run's own noise multiplier"
-        )
+    wit = _witness_records(fam, x_star, witnesses, fp_h, fn_h, a_up, b_up, cnt_in, cnt_out)
+    label = _reference_label(bound, user_reference)
     statement = _statement(
-        bound, certified, star, at_limit, reference, ref_label, eps, delta, confidence, m
+        bound, certified, star, at_limit, reference, label, eps, delta, confidence, m
     )
     return ViolationCertificate(
         bound=bound,
@@ -535,9 +488,79 @@ def certify_violation(
         confidence=float(confidence),
         n_in=int(cnt_in.size),
         n_out=int(cnt_out.size),
-        n_in_total=int(cin.size),
-        n_out_total=int(cout.size),
-        n_candidates=int(cands.size),
+        n_in_total=int(scores.n_in),
+        n_out_total=int(scores.n_out),
+        n_candidates=n_candidates,
         seed=int(seed),
         statement=statement,
+    )
+
+
+def _sorted_halves(scores, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(choosing half, counting half) of one world's scores (`split_halves`), each sorted."""
+    sel, cnt = split_halves(np.asarray(scores, dtype=np.float64), rng)
+    return np.sort(sel), np.sort(cnt)
+
+
+def _choose_witnesses(fam, sel_in, sel_out, alpha: float, m: int) -> tuple[np.ndarray, int]:
+    """The (at most) `m` witness thresholds chosen on the first half, and the number of
+    candidates they were chosen among.
+
+    Candidates are ranked by their margin below the family's curve at the least-violated
+    index their rates reach, bounded at the Bonferroni level over the candidates. If no
+    candidate violates any curve there (too few runs for it), they are ranked at the single
+    level, then by raw rates: any rule that looks only at the first half keeps the held-out
+    certificate valid; these only pick a sensible witness.
+    """
+    cands = candidate_thresholds(sel_in, sel_out)
+    fp, fn = counts_at(sel_in, sel_out, cands)
+    for level in (alpha / cands.size, alpha, None):
+        if level is None:
+            a_sel, b_sel = fp / sel_out.size, fn / sel_in.size
+        else:
+            a_sel = clopper_pearson_upper(fp, sel_out.size, level)
+            b_sel = clopper_pearson_upper(fn, sel_in.size, level)
+        x_sel, _ = _boundary(fam, a_sel, b_sel)
+        if x_sel is not None:
+            break
+    x_rank = fam.x_max if x_sel is None else x_sel
+    margin = fam.curve_at(x_rank)(a_sel) - b_sel
+    m = min(m, cands.size)
+    return cands[np.argsort(-margin, kind="stable")[:m]], int(cands.size)
+
+
+def _stars(bound: str, star, accounting) -> tuple[float | None, float | None]:
+    """(sigma_star, mu_star) from the certified index: a "gdp" certificate's mu* gives a
+    sigma* through the run's full-batch relation mu = q sqrt(n_c) / sigma, where there is a
+    run; the sigma families' index is sigma* itself."""
+    if bound != "gdp":
+        return star, None
+    if star is None or accounting is None:
+        return None, star
+    return accounting.sampling_prob * math.sqrt(accounting.num_canary_steps) / star, star
+
+
+def _reference_label(bound: str, user_reference: bool) -> str:
+    """How the statement names the reference index: given, or the run's own."""
+    if bound == "gdp":
+        return "the given" if user_reference else "the run's full-batch"
+    return "the given noise multiplier" if user_reference else "the run's own noise multiplier"
+
+
+def _witness_records(fam, x_star, witnesses, fp_h, fn_h, a_up, b_up, cnt_in, cnt_out) -> tuple:
+    """Each witness's threshold, held-out counts, rates, their upper bounds and the violated
+    curve at its bounded FPR (None where nothing is certified)."""
+    curve_vals = fam.curve_at(x_star)(a_up) if x_star is not None else np.full(a_up.size, np.nan)
+    return tuple(
+        {
+            "threshold": float(witnesses[i]),
+            "fp": int(fp_h[i]),
+            "fn": int(fn_h[i]),
+            "fpr": float(fp_h[i] / cnt_out.size),
+            "fnr": float(fn_h[i] / cnt_in.size),
+            "fpr_upper": float(a_up[i]),
+            "fnr_upper": float(b_up[i]),
+            "curve_at_fpr_upper": None if x_star is None else float(curve_vals[i]),
+        }
+        for i in range(witnesses.size)
     )

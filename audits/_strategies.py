@@ -60,6 +60,7 @@ runs (`"same"`); this module adds the other three, reached through
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 
@@ -73,14 +74,14 @@ from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at
 
 __all__ = [
     "STRATEGIES",
+    "STRATEGY_OPTIONS",
     "bonferroni_audit",
     "explicit_audit",
     "multi_split_audit",
     "projected_split_audit",
+    "strategy_audit",
 ]
 
-#: The `threshold_selection` values this module adds to "split" and "same".
-STRATEGIES = ("explicit", "multi_split", "projected_split", "bonferroni")
 #: `projected_split`'s default share of each world that chooses the threshold.
 SELECTION_FRACTION = 0.15
 
@@ -282,3 +283,37 @@ def projected_split_audit(
         },
         certified=audit._certified(result.extras),
     )
+
+
+#: Each strategy's audit, by its `threshold_selection` name.
+_STRATEGY_AUDITS = {
+    "explicit": explicit_audit,
+    "multi_split": multi_split_audit,
+    "projected_split": projected_split_audit,
+    "bonferroni": bonferroni_audit,
+}
+#: The `threshold_selection` values this module adds to "split" and "same".
+STRATEGIES: tuple[str, ...] = tuple(_STRATEGY_AUDITS)
+#: Each strategy's options: its audit's parameters besides the audit, the scores, `delta`
+#: and `accounting` (read off the signatures, so a new option is listed where it is taken).
+STRATEGY_OPTIONS: dict[str, tuple[str, ...]] = {
+    name: tuple(
+        p
+        for p in inspect.signature(func).parameters
+        if p not in ("audit", "scores", "delta", "accounting")
+    )
+    for name, func in _STRATEGY_AUDITS.items()
+}
+
+
+def strategy_audit(
+    strategy: str,
+    audit: AbstractThresholdAudit,
+    scores: Scores,
+    *,
+    delta,
+    accounting=None,
+    **options,
+) -> AuditResult:
+    """The audit of the named strategy (`STRATEGIES`) with its options (`STRATEGY_OPTIONS`)."""
+    return _STRATEGY_AUDITS[strategy](audit, scores, delta=delta, accounting=accounting, **options)

@@ -10,7 +10,7 @@ that can carry the canary).
 
 from __future__ import annotations
 
-from typing import Literal, Unpack
+from typing import ClassVar, Literal, Unpack
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -57,6 +57,9 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
         >>> mech.accounting().num_canary_steps
         100
     """
+
+    #: The heuristic's tight case: sweeps audit it with the family audit by default.
+    in_heuristic_family: ClassVar[bool] = True
 
     params: DPSGDParams
     dim: int = eqx.field(static=True)

@@ -34,7 +34,8 @@ from advsim._validation import (
     check_positive,
     check_probability,
 )
-from advsim.cli._audit import _MECHANISMS, AUDIT_CONFIG, _cmd_audit
+from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
+from advsim.cli._audit import AUDIT_CONFIG, _cmd_audit, _flag
 from advsim.cli._common import (
     UsageError,
     _add_run_options,
@@ -46,7 +47,8 @@ from advsim.cli._common import (
     _seed,
 )
 from advsim.figures import list_figures, run_figure
-from advsim.sweep import SweepError, load_config, plot_sweep, run_sweep
+from advsim.sweep import MECHANISM_ALIASES, SweepError, load_config, plot_sweep, run_sweep
+from advsim.sweep._config import STRATEGY_KEYS
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -226,15 +228,57 @@ examples:
 _STEPS = tuple(AUDIT_CONFIG["grid"]["steps"])
 
 
+def _threshold_help() -> str:
+    """`--threshold`'s help: every `advsim.audits.THRESHOLD_SELECTIONS`, with the flags of
+    the options it takes."""
+    flags = {option: _flag(key) for key, option in STRATEGY_KEYS.items()}
+    strategies = [
+        s + (f" (with {', '.join(flags[o] for o in opts)})" if opts else "")
+        for s, opts in THRESHOLD_SELECTIONS.items()
+        if s not in ("split", "same")
+    ]
+    return (
+        "split: choose the threshold on half the runs, count on the other half (held out); "
+        "same: on all runs (optimistic); or a strategy of advsim.audits.audit: "
+        + ", ".join(strategies)
+    )
+
+
+#: The threshold strategies' options (`advsim.sweep._config.STRATEGY_KEYS`, one flag each):
+#: type, metavar and help.
+_STRATEGY_FLAGS = {
+    "audit_threshold": (
+        float,
+        "TAU",
+        "--threshold explicit only: the threshold of the test, fixed without these scores",
+    ),
+    "num_splits": (
+        _positive_int,
+        "K",
+        "--threshold multi_split only: the number of split audits (default: that of "
+        "advsim.audits.audit)",
+    ),
+    "selection_fraction": (
+        float,
+        "F",
+        "--threshold projected_split only: the share of each world that chooses the "
+        "thresholds, in (0, 1) (default: that of advsim.audits.audit)",
+    ),
+}
+
+
 #: `advsim audit`'s options and their help (the formatter appends each default).
 _AUDIT_HELP = {
-    "--mechanism": "linear: the 1-D linear process (the heuristic's tight case); linear-data: "
-    "the linear process with a dataset of other examples (--dim, --num-examples, --data-*)",
+    "--mechanism": "an alias ("
+    + ", ".join(MECHANISM_ALIASES)
+    + ") or any mechanism class path module:Class (or module:Class.factory) that takes "
+    "steps, sampling_prob, noise_multiplier and clip_norm; linear: the 1-D linear process "
+    "(the heuristic's tight case); linear-data: with a dataset of other examples (--dim, "
+    "--num-examples, --data-*)",
     "--adversary": "projection, llr, or any adversary class path module:Class that takes no "
     "arguments",
-    "--method": "family: eps_lower assumes the run is in the heuristic's family (true for these "
-    "linear processes); gdp: assumes a Gaussian trade-off curve; eps_delta, tradeoff: assume "
-    "nothing (rigorous)",
+    "--method": "the audit; what its eps_lower assumes: "
+    + "; ".join(f"{name}: {AUDITS[name].assumption}" for name in AUDIT_METHODS),
     "--steps": "numbers of steps, one row each (default: " + " ".join(map(str, _STEPS)) + ")",
     "--sampling-prob": "Poisson sampling probability q in (0, 1]",
     "--noise-multiplier": "sigma (default: calibrated to --target-epsilon for each T)",
@@ -245,8 +289,8 @@ _AUDIT_HELP = {
     "--trials": "simulated runs per world (1e5 is accepted)",
     "--seed": "key of the simulation (and of the dataset, for linear-data)",
     "--confidence": "of the Clopper-Pearson intervals behind eps_lower, in (0.5, 1)",
-    "--threshold": "split: choose the threshold on half the runs, count on the other half (held "
-    "out); same: on all runs (optimistic)",
+    "--threshold": _threshold_help(),
+    **{_flag(key): text for key, (_, _, text) in _STRATEGY_FLAGS.items()},
     "--clip-norm": "clipping norm C of the per-example gradients",
     "--dim": "linear-data only: model dimension (default: 10)",
     "--num-examples": "linear-data only: examples besides the canary (default: 100)",
@@ -263,9 +307,9 @@ def _audit_options() -> list[tuple[str, dict]]:
     sweep, mech = AUDIT_CONFIG["sweep"], AUDIT_CONFIG["mechanism"]
     count, real = _positive_int, float
     spec = [  # flag, type or choices, default, metavar
-        ("--mechanism", list(_MECHANISMS), mech["name"], None),
+        ("--mechanism", str, mech["name"], "NAME"),
         ("--adversary", str, AUDIT_CONFIG["adversary"]["name"], "NAME"),
-        ("--method", ["family", "gdp", "eps_delta", "tradeoff"], sweep["method"], None),
+        ("--method", list(AUDIT_METHODS), sweep["method"], None),
         ("--steps", count, _STEPS, "T"),
         ("--sampling-prob", real, mech["sampling_prob"], "q"),
         ("--noise-multiplier", real, None, "SIGMA"),
@@ -274,7 +318,11 @@ def _audit_options() -> list[tuple[str, dict]]:
         ("--trials", count, sweep["trials"], "N"),
         ("--seed", _seed, sweep["seed"], None),
         ("--confidence", real, sweep["confidence"], None),
-        ("--threshold", ["split", "same"], sweep["threshold_selection"], None),
+        ("--threshold", list(THRESHOLD_SELECTIONS), sweep["threshold_selection"], None),
+        *(
+            (_flag(key), _STRATEGY_FLAGS[key][0], None, _STRATEGY_FLAGS[key][1])
+            for key in STRATEGY_KEYS
+        ),
         ("--clip-norm", real, mech["clip_norm"], "C"),
         ("--dim", count, None, "D"),
         ("--num-examples", count, None, "N"),

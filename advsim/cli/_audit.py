@@ -27,14 +27,15 @@ from tqdm.auto import tqdm
 
 from advsim._validation import (
     check_delta,
+    check_finite,
     check_in_interval,
     check_int,
     check_positive,
     check_probability,
 )
+from advsim.audits import THRESHOLD_SELECTIONS
 from advsim.cli._common import UsageError, _check, _check_out, _cleanup_if_empty, _one_line
 from advsim.exact import check_scalar_law
-from advsim.mechanisms import LinearProcess
 from advsim.plotting import plot_eps_vs_steps
 from advsim.sweep import (
     MECHANISM_ALIASES,
@@ -46,7 +47,7 @@ from advsim.sweep import (
     resolve,
     run_sweep,
 )
-from advsim.sweep._config import build_mechanism
+from advsim.sweep._config import STRATEGY_KEYS, build_mechanism
 
 __all__ = ["AUDIT_CONFIG"]
 
@@ -62,35 +63,30 @@ _DATA_FLAGS = {
 }
 
 
-def _audit_mechanisms() -> dict:
-    """The sweep aliases of the linear processes (the heuristic's tight case, the one the
-    audit's defaults and the table's columns are made for), resolved."""
-    out = {}
-    for name in MECHANISM_ALIASES:
-        plugin = resolve("mechanism", name)
-        owner = getattr(plugin.factory, "__self__", plugin.factory)
-        if owner is LinearProcess:
-            out[name] = plugin
-    return out
-
-
-_MECHANISMS = _audit_mechanisms()
-
-
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def _mechanism_plugin(name: str):
+    """The mechanism `--mechanism` names: a sweep alias or a class path `module:Class`."""
+    try:
+        return resolve("mechanism", name, "--mechanism")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def _mechanism_kwargs(args) -> dict:
     """The data flags as constructor arguments; refuses those the mechanism does not take."""
-    plugin = _MECHANISMS[args.mechanism]
+    plugin = _mechanism_plugin(args.mechanism)
     kwargs = {}
     for dest, param in _DATA_FLAGS.items():
         value = getattr(args, dest)
         if value is None:
             continue
         if "num_examples" not in plugin.params:
-            takers = [n for n, p in _MECHANISMS.items() if "num_examples" in p.params]
+            takers = [
+                n for n in MECHANISM_ALIASES if "num_examples" in resolve("mechanism", n).params
+            ]
             raise UsageError(
                 f"{_flag(dest)} does not apply to --mechanism {args.mechanism} (it has no "
                 f"dataset); drop it, or use --mechanism {' or '.join(takers)}"
@@ -99,6 +95,30 @@ def _mechanism_kwargs(args) -> dict:
     if "num_examples" in plugin.params:
         kwargs["data_seed"] = args.seed
     return kwargs
+
+
+def _strategy_settings(args) -> dict:
+    """The threshold strategy's options given on the command line, by sweep key; refuses
+    one that `--threshold` does not take, and `--threshold explicit` without its threshold."""
+    given = {k: getattr(args, k) for k in STRATEGY_KEYS if getattr(args, k) is not None}
+    takes = THRESHOLD_SELECTIONS[args.threshold]
+    for key, value in given.items():
+        option = STRATEGY_KEYS[key]
+        if option not in takes:
+            takers = [s for s, opts in THRESHOLD_SELECTIONS.items() if option in opts]
+            raise UsageError(
+                f"{_flag(key)} applies to --threshold {' or '.join(takers)} only, not "
+                f"--threshold {args.threshold}"
+            )
+        if key == "selection_fraction":
+            _check(_flag(key), check_in_interval, value, 0.0, 1.0)
+        elif key == "audit_threshold":
+            _check(_flag(key), check_finite, value)
+    if args.threshold == "explicit" and "audit_threshold" not in given:
+        raise UsageError(
+            "--threshold explicit needs --audit-threshold, a threshold fixed without these scores"
+        )
+    return given
 
 
 def _check_adversary(name: str) -> None:
@@ -212,6 +232,8 @@ def _check_audit_args(args) -> float | None:
     _check("--trials", check_int, args.trials, minimum=2, maximum=2**32 - 1)
     if args.data_scale is not None:
         _check("--data-scale", check_positive, args.data_scale)
+    _mechanism_plugin(args.mechanism)
+    _strategy_settings(args)
     twice = sorted({t for t in args.steps if args.steps.count(t) > 1})
     if twice:
         raise UsageError(f"--steps lists T={twice[0]} twice; give each T once (one row each)")
@@ -234,6 +256,7 @@ def _config(args, target: float | None):
         method=args.method,
         confidence=args.confidence,
         threshold_selection=args.threshold,
+        **_strategy_settings(args),
     )
     if args.chunk_size is not None:
         data["sweep"]["chunk_size"] = args.chunk_size

@@ -38,7 +38,10 @@ the grid's, and the cells are the union over cases of the case-merged product, i
 (e.g. three (q, sigma) regimes, each over the same list of T). A cell's parameters can be
 any mechanism parameter, `target_epsilon` (sigma is then calibrated so that composition
 gives it at `delta`), the settings `delta`, `trials`, `method`, `confidence`,
-`threshold_selection`, and `replicate` (a label that only changes the cell's seed).
+`threshold_selection` (any of `advsim.audits.THRESHOLD_SELECTIONS`) with its strategy's
+option (`selection_fraction` of "projected_split", `num_splits` of "multi_split",
+`audit_threshold` of "explicit"), and `replicate` (a label that only changes the cell's
+seed).
 
 Each cell gets a stable id (a hash of everything that determines its result) and a seed
 derived from the sweep seed and that id, so a cell's numbers do not depend on which other
@@ -82,9 +85,10 @@ its own grid, never batched with other cells, so it does not depend on which oth
 exist (a resumed sweep gives the uninterrupted table). Its time is `exact_time_s`,
 compilation included.
 
-The audit method defaults to "family" (the last-iterate paper's) for the linear process
-(`LinearProcess` itself, by alias or path), the heuristic's tight case, and to the
-assumption-free "eps_delta" for every other mechanism.
+The audit method defaults to "family" (the last-iterate paper's) for a mechanism class in
+the heuristic's family (`AbstractMechanism.in_heuristic_family`: `LinearProcess`, by alias
+or path, the heuristic's tight case), and to the assumption-free "eps_delta" for every
+other mechanism (a classmethod factory such as `LinearProcess.with_data` included).
 
 Cells with the same shapes (same T, same dimensions) share one compiled simulation: the
 mechanisms keep their numeric hyperparameters as traced arrays, so `advsim.simulate`

@@ -20,10 +20,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advsim._validation import check_delta, check_in_interval, check_int, check_positive
-from advsim.audits import AUDIT_METHODS
+from advsim._validation import (
+    check_delta,
+    check_finite,
+    check_in_interval,
+    check_int,
+    check_positive,
+)
+from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
 from advsim.experiment import EXACT_REFINEMENTS
-from advsim.mechanisms import LinearProcess
 from advsim.sweep._classes import Plugin, resolve
 
 __all__ = [
@@ -52,21 +57,28 @@ class SweepError(RuntimeError):
 # ------------------------------------------------------------------------------ config
 
 _MODES = ("audit", "bounds")
-#: Mechanisms that are the heuristic's tight case, where the default "family" audit's
-#: assumption holds; every other mechanism (a classmethod such as
-#: `LinearProcess.with_data` included) defaults to the assumption-free "eps_delta".
-_FAMILY_MECHANISMS = (LinearProcess,)
+_TABLES = ("sweep", "mechanism", "adversary", "grid", "cases")
 _AUDIT_DEFAULTS = {
     "trials": 100_000,
     "method": "family",
     "confidence": 0.95,
     "threshold_selection": "split",
 }
+#: The threshold strategies' options (`advsim.audits.THRESHOLD_SELECTIONS`) by their sweep
+#: key: settings of the cells whose `threshold_selection` takes them. The explicit
+#: strategy's `threshold` is `audit_threshold` here: a mechanism may take a `threshold` of
+#: its own, and the table's `threshold` column is the one the audit used.
+STRATEGY_KEYS = {
+    ("audit_threshold" if option == "threshold" else option): option
+    for options in THRESHOLD_SELECTIONS.values()
+    for option in options
+}
 _COMMON_DEFAULTS = {"delta": 1e-5}
 #: Bounds mode only: the PLD grid spacing of the composition bound (default: the
 #: library's, 1e-4). 1e-3 is ten times faster and moves epsilon by about 1e-3 at T = 1000.
 _BOUNDS_SETTINGS = ("composition_discretization",)
-_SETTINGS = (*_COMMON_DEFAULTS, *_AUDIT_DEFAULTS, "replicate", *_BOUNDS_SETTINGS)
+_AUDIT_SETTINGS = (*_AUDIT_DEFAULTS, *STRATEGY_KEYS, "replicate")
+_SETTINGS = (*_COMMON_DEFAULTS, *_AUDIT_SETTINGS, *_BOUNDS_SETTINGS)
 _SWEEP_KEYS = (
     "mode",
     "seed",
@@ -77,6 +89,7 @@ _SWEEP_KEYS = (
     "chunk_size",
     *_COMMON_DEFAULTS,
     *_AUDIT_DEFAULTS,
+    *STRATEGY_KEYS,
     *_BOUNDS_SETTINGS,
 )
 _SCALARS = (bool, int, float, str)
@@ -91,19 +104,32 @@ def _check_setting(key: str, value, where: str):
             check_int(key, value, minimum=2, maximum=2**32 - 1)
         elif key == "replicate":
             check_int(key, value, minimum=0)
+        elif key == "num_splits":
+            check_int(key, value, minimum=1)
         elif key == "confidence":
             check_in_interval(key, value, 0.5, 1.0)
+        elif key == "selection_fraction":
+            check_in_interval(key, value, 0.0, 1.0)
+        elif key == "audit_threshold":
+            check_finite(key, value)
         elif key == "target_epsilon":
             check_positive(key, value)
         elif key == "composition_discretization":
             check_in_interval(key, value, 0.0, 0.1, high_closed=True)
         elif key == "method" and value not in AUDIT_METHODS:
             raise ValueError(f"method must be one of {list(AUDIT_METHODS)}, got {value!r}")
-        elif key == "threshold_selection" and value not in ("split", "same"):
-            raise ValueError(f"threshold_selection must be 'split' or 'same', got {value!r}")
+        elif key == "threshold_selection" and value not in THRESHOLD_SELECTIONS:
+            raise ValueError(
+                f"threshold_selection must be one of {list(THRESHOLD_SELECTIONS)}, got {value!r}"
+            )
     except (TypeError, ValueError) as err:
         raise ValueError(f"{where}: {err}") from None
     return value
+
+
+def strategy_options(params: Mapping) -> dict:
+    """A cell's options of its threshold strategy, as `advsim.audits.audit` names them."""
+    return {option: params[key] for key, option in STRATEGY_KEYS.items() if key in params}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,12 +351,48 @@ def parse_config(data: Mapping) -> SweepConfig:
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"a sweep config must be a table, got {type(data).__name__}")
-    unknown = set(data) - {"sweep", "mechanism", "adversary", "grid", "cases"}
+    unknown = set(data) - set(_TABLES)
     if unknown:
-        raise ValueError(
-            f"unknown table(s) {sorted(unknown)}; valid: sweep, mechanism, adversary, grid, cases"
-        )
+        raise ValueError(f"unknown table(s) {sorted(unknown)}; valid: {', '.join(_TABLES)}")
     sweep = dict(data.get("sweep", {}))
+    options = _pop_sweep_options(sweep)
+    mode = options["mode"]
+    mech = dict(data.get("mechanism", {}))
+    mech_name = mech.pop("name", None)
+    plugin = resolve("mechanism", mech_name)
+    adv_name, adv_kwargs = _parse_adversary(dict(data.get("adversary", {})), mode)
+    keys = _Keys(mode, plugin)
+    fixed = _parse_fixed(sweep, mech, keys)
+    grid = _parse_grid(data.get("grid", {}), "grid", keys, fixed)
+    cases_raw = data.get("cases", [])
+    if not isinstance(cases_raw, list):
+        raise ValueError(f"cases must be an array of tables ([[cases]]), got {cases_raw!r}")
+    cases = tuple(_parse_grid(c, f"cases[{i}]", keys, fixed) for i, c in enumerate(cases_raw))
+    swept = set(grid).union(*cases) if cases else set(grid)
+    for key, value in _defaults(mode, plugin).items():
+        if key not in fixed and key not in swept:
+            fixed[key] = value
+    config = SweepConfig(
+        mechanism=mech_name,
+        adversary=adv_name,
+        adversary_kwargs=adv_kwargs,
+        fixed=dict(sorted(fixed.items())),
+        grid=grid,
+        cases=cases,
+        **options,
+    )
+    if config.common_seed and "replicate" in {*fixed, *swept}:
+        raise ValueError(
+            "sweep.common_seed = true runs every cell with the sweep seed, so replicates "
+            "would repeat the same runs; drop replicate, or common_seed for independent ones"
+        )
+    _check_cells(config, plugin)
+    return config
+
+
+def _pop_sweep_options(sweep: dict) -> dict:
+    """Takes the sweep-wide options out of `[sweep]` (leaving the cell settings), checked,
+    each at its default where absent; returns them by `SweepConfig` field."""
     bad = set(sweep) - set(_SWEEP_KEYS)
     if bad:
         raise ValueError(f"unknown key(s) {sorted(bad)} in [sweep]; valid: {list(_SWEEP_KEYS)}")
@@ -366,39 +428,49 @@ def parse_config(data: Mapping) -> SweepConfig:
             "sweep.exact_refinements must be an integer in [2, 6] (grids of the exact "
             f"engine, each twice as fine), got {exact_refinements!r}"
         )
+    return {
+        "mode": mode,
+        "seed": seed,
+        "chunk_size": chunk_size,
+        "name": name,
+        "common_seed": common_seed,
+        "exact": exact,
+        "exact_refinements": exact_refinements,
+    }
 
-    mech = dict(data.get("mechanism", {}))
-    mech_name = mech.pop("name", None)
-    plugin = resolve("mechanism", mech_name)
-    mech_keys, mech_any = plugin.params, plugin.any_key
 
-    adv = dict(data.get("adversary", {}))
+def _parse_adversary(adv: dict, mode: str) -> tuple[str | None, dict]:
+    """`(name, keyword arguments)` of `[adversary]` (default: the projection adversary),
+    built once to check them; `(None, {})` in bounds mode, which takes none."""
     if mode == "bounds":
         if adv:
             raise ValueError("[adversary] has no effect in bounds mode (nothing is simulated)")
-        adv_name, adv_kwargs = None, {}
-    else:
-        adv_name = adv.pop("name", "projection")
-        adv_kwargs = adv
-        adv_plugin = resolve("adversary", adv_name)
-        try:
-            adv_plugin.build(**adv_kwargs)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"[adversary] {adv_name!r}: {err}") from None
+        return None, {}
+    adv_name = adv.pop("name", "projection")
+    try:
+        resolve("adversary", adv_name).build(**adv)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"[adversary] {adv_name!r}: {err}") from None
+    return adv_name, adv
 
-    allowed = set(_COMMON_DEFAULTS) | {"target_epsilon"} | set(mech_keys)
-    if mode == "audit":
-        allowed |= set(_AUDIT_DEFAULTS) | {"replicate"}
-    else:
-        allowed |= set(_BOUNDS_SETTINGS)
-    valid_list = sorted(allowed) + (["(any: the class takes **kwargs)"] if mech_any else [])
 
-    def check_key(key: str, where: str) -> None:
-        if key in allowed or (mech_any and key not in _SETTINGS):
+class _Keys:
+    """The parameter keys a cell of this mode and mechanism may have."""
+
+    def __init__(self, mode: str, plugin: Plugin):
+        self.mode, self.plugin = mode, plugin
+        allowed = set(_COMMON_DEFAULTS) | {"target_epsilon"} | set(plugin.params)
+        allowed |= set(_AUDIT_SETTINGS) if mode == "audit" else set(_BOUNDS_SETTINGS)
+        self.allowed = allowed
+
+    def check(self, key: str, where: str) -> None:
+        """Refuses a key the cells cannot have, saying why and what is valid."""
+        any_key = self.plugin.any_key
+        if key in self.allowed or (any_key and key not in _SETTINGS):
             return
-        if mode == "bounds" and key in (*_AUDIT_DEFAULTS, "replicate"):
+        if self.mode == "bounds" and key in _AUDIT_SETTINGS:
             raise ValueError(f"{where}.{key} has no effect in bounds mode (nothing is simulated)")
-        if mode == "audit" and key in _BOUNDS_SETTINGS:
+        if self.mode == "audit" and key in _BOUNDS_SETTINGS:
             raise ValueError(
                 f"{where}.{key} applies to bounds mode only (an audit reports the bounds of "
                 "advsim.bounds.bounds_for)"
@@ -408,76 +480,62 @@ def parse_config(data: Mapping) -> SweepConfig:
                 f"{where}.seed cannot vary per cell; sweep `replicate = [0, 1, ...]` for "
                 "independent repetitions"
             )
-        note = f" ({plugin.note})" if plugin.note else ""
-        raise ValueError(f"unknown parameter {where}.{key}{note}; valid: {valid_list}")
+        valid = sorted(self.allowed) + (["(any: the class takes **kwargs)"] if any_key else [])
+        note = f" ({self.plugin.note})" if self.plugin.note else ""
+        raise ValueError(f"unknown parameter {where}.{key}{note}; valid: {valid}")
 
+
+def _parse_fixed(sweep: Mapping, mech: Mapping, keys: _Keys) -> dict[str, Any]:
+    """The fixed parameters: the settings left in `[sweep]`, then `[mechanism]`'s keys."""
     fixed: dict[str, Any] = {}
-    for key, value in sweep.items():  # settings given in [sweep]
-        check_key(key, "sweep")
+    for key, value in sweep.items():
+        keys.check(key, "sweep")
         fixed[key] = _check_setting(key, value, f"sweep.{key}")
     for key, value in mech.items():
-        check_key(key, "mechanism")
+        keys.check(key, "mechanism")
         if key in _SETTINGS:
             raise ValueError(f"mechanism.{key} is a sweep setting: put it in [sweep]")
         if not isinstance(value, _SCALARS):
             raise ValueError(f"mechanism.{key} must be a number, string or boolean, got {value!r}")
         fixed[key] = _check_setting(key, value, f"mechanism.{key}")
+    return fixed
 
-    def parse_grid(table, where: str) -> dict:
-        if not isinstance(table, Mapping):
-            raise ValueError(f"{where} must be a table of parameter = [values], got {table!r}")
-        grid = {}
-        for key, value in table.items():
-            check_key(key, where)
-            if key in fixed:
-                raise ValueError(
-                    f"{where}.{key} is also set as a fixed parameter; give it in one place"
-                )
-            values = _as_values(key, value, where)
-            for i, v in enumerate(values):
-                _check_setting(key, v, f"{where}.{key}[{i}]")
-            grid[key] = values
-        return grid
 
-    grid = parse_grid(data.get("grid", {}), "grid")
-    cases_raw = data.get("cases", [])
-    if not isinstance(cases_raw, list):
-        raise ValueError(f"cases must be an array of tables ([[cases]]), got {cases_raw!r}")
-    cases = tuple(parse_grid(c, f"cases[{i}]") for i, c in enumerate(cases_raw))
+def _parse_grid(table, where: str, keys: _Keys, fixed: Mapping) -> dict:
+    """A `[grid]` or `[[cases]]` table: each key's list of values, checked."""
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{where} must be a table of parameter = [values], got {table!r}")
+    grid = {}
+    for key, value in table.items():
+        keys.check(key, where)
+        if key in fixed:
+            raise ValueError(
+                f"{where}.{key} is also set as a fixed parameter; give it in one place"
+            )
+        values = _as_values(key, value, where)
+        for i, v in enumerate(values):
+            _check_setting(key, v, f"{where}.{key}[{i}]")
+        grid[key] = values
+    return grid
 
+
+def _defaults(mode: str, plugin: Plugin) -> dict:
+    """The settings a cell gets unless the config gives them. The audit method is "family"
+    for a mechanism in the heuristic's family (`AbstractMechanism.in_heuristic_family`),
+    whose assumption a counterexample denies: elsewhere the default assumes nothing
+    ("eps_delta"). A classmethod factory (`LinearProcess.with_data`) is not the class."""
     defaults = dict(_COMMON_DEFAULTS)
     if mode == "audit":
         defaults |= _AUDIT_DEFAULTS
-        if plugin.factory not in _FAMILY_MECHANISMS:
-            # The family audit assumes the heuristic's family, which a counterexample
-            # denies: elsewhere the default assumes nothing.
+        if getattr(plugin.factory, "in_heuristic_family", False) is not True:
             defaults["method"] = "eps_delta"
-    swept = set(grid).union(*cases) if cases else set(grid)
-    for key, value in defaults.items():
-        if key not in fixed and key not in swept:
-            fixed[key] = value
-    fixed = dict(sorted(fixed.items()))
+    return defaults
 
-    config = SweepConfig(  # positional: the fields in order
-        mode,
-        seed,
-        mech_name,
-        adv_name,
-        adv_kwargs,
-        fixed,
-        grid,
-        cases,
-        chunk_size,
-        name,
-        common_seed,
-        exact,
-        exact_refinements,
-    )
-    if common_seed and "replicate" in {*fixed, *swept}:
-        raise ValueError(
-            "sweep.common_seed = true runs every cell with the sweep seed, so replicates "
-            "would repeat the same runs; drop replicate, or common_seed for independent ones"
-        )
+
+def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
+    """Refuses a sweep without cells, a cell without a required parameter, with a strategy
+    option its `threshold_selection` does not take, whose mechanism cannot be built, or
+    that repeats another."""
     cells = config.cells()
     if not cells:
         raise ValueError("the sweep has no cells")
@@ -498,6 +556,8 @@ def parse_config(data: Mapping) -> SweepConfig:
                 f"cell {describe(cell.params, swept)}: give noise_multiplier or "
                 "target_epsilon, not both"
             )
+        if config.mode == "audit":
+            _check_strategy_options(cell.params, swept)
         try:
             build_mechanism(config, cell.params, noise_multiplier=1.0)
         except (TypeError, ValueError) as err:
@@ -505,7 +565,26 @@ def parse_config(data: Mapping) -> SweepConfig:
         if cell.cell_id in ids:
             raise ValueError(f"cells {ids[cell.cell_id]} and {cell.index} are the same cell")
         ids[cell.cell_id] = cell.index
-    return config
+
+
+def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:
+    """Refuses an option of a threshold strategy on a cell whose strategy does not take it,
+    and the explicit strategy without its threshold."""
+    selection = params["threshold_selection"]
+    if selection == "explicit" and "audit_threshold" not in params:
+        raise ValueError(
+            f"cell {describe(params, swept)}: threshold_selection = 'explicit' needs "
+            "audit_threshold, the threshold fixed before the scores (set it in [sweep] or "
+            "[grid])"
+        )
+    for key, option in STRATEGY_KEYS.items():
+        if key in params and option not in THRESHOLD_SELECTIONS[selection]:
+            takers = [s for s, opts in THRESHOLD_SELECTIONS.items() if option in opts]
+            raise ValueError(
+                f"cell {describe(params, swept)}: {key} applies to threshold_selection = "
+                f"{' or '.join(map(repr, takers))} only, not {selection!r} (give it in the "
+                "[[cases]] of that strategy)"
+            )
 
 
 def describe(params: Mapping, keys: Sequence[str] | None = None) -> str:

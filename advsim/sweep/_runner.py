@@ -24,12 +24,12 @@ from advsim.sweep._config import (
     describe,
     load_config,
     parse_config,
+    strategy_options,
 )
 from advsim.sweep._store import (
     AUDIT_COLUMNS,
     CELLS_DIR,
     RUN_FILE,
-    TIME_COLUMNS,
     load_run_config,
     read_cell,
     table_rows,
@@ -153,14 +153,14 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
             delta=delta,
             confidence=p["confidence"],
             threshold_selection=p["threshold_selection"],
+            strategy_options=strategy_options(p),
             chunk_size=config.chunk_size,
             progress=progress,
             exact=config.exact,
             exact_refinements=config.exact_refinements,
         ).to_dict()
-        result = {k: record[k] for k in AUDIT_COLUMNS if k not in (*TIME_COLUMNS, "wall_time_s")}
-        result["calibrate_time_s"] = calibration
-        result.update((k, record[k]) for k in TIME_COLUMNS if k in record)
+        record["calibrate_time_s"] = calibration
+        result = {k: record[k] for k in AUDIT_COLUMNS if k != "wall_time_s"}
     result["wall_time_s"] = time.perf_counter() - start
     return result
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advsim._io import _jsonable as _encode  # non-finite floats as 'inf', '-inf', 'nan'
 from advsim._io import atomic_path, write_csv, write_json
-from advsim.experiment import EXACT_COLUMNS
+from advsim.experiment import record_columns
 from advsim.sweep._config import Cell, SweepConfig, SweepError, canon, describe, parse_config
 
 __all__ = ["AUDIT_COLUMNS", "BOUNDS_COLUMNS", "TIME_COLUMNS", "load_results"]
@@ -27,80 +27,24 @@ CELLS_DIR = "cells"
 TABLE_CSV = "results.csv"
 TABLE_JSON = "results.json"
 
-AUDIT_COLUMNS = (
-    "mechanism",
-    "adversary",
-    "method",
-    "steps",
-    "sampling_prob",
-    "noise_multiplier",
-    "num_canary_steps",
-    "delta",
-    "confidence",
-    "threshold_selection",
-    "eps_lower",
-    "eps_point",
-    "heuristic",
-    "composition",
-    "full_batch",
-    *EXACT_COLUMNS[:3],  # exact_epsilon, exact_error, exact_error_kind
-    "rigorous",
-    "guarantee",
-    "assumption",
-    "assumption_rejected",
-    "eps_point_above_composition",
-    "eps_lower_note",
-    "eps_point_note",
-    *EXACT_COLUMNS[3:],  # exact_note
-    "threshold",
-    "fpr",
-    "fnr",
-    "trials",
-    "seed",
-    "wall_time_s",
-    "calibrate_time_s",
-    "compile_time_s",
-    "simulate_time_s",
-    "audit_time_s",
-    "bounds_time_s",
-    "exact_time_s",
-)
-"""Columns of the result of one cell, in table order (audit mode; bounds mode has the subset
-that does not need a simulation). The exact columns (`advsim.experiment.EXACT_COLUMNS`:
-`exact_epsilon`, `exact_error`, `exact_error_kind`, `exact_note`) are empty where the
-mechanism lacks the capability or the sweep sets `exact = false`, and in cells stored
-before them.
+AUDIT_COLUMNS = record_columns()
+"""Columns of the result of one cell, in table order (audit mode): the fields of
+`advsim.experiment.AuditRecord`, in its order. The exact columns
+(`advsim.experiment.EXACT_COLUMNS`: `exact_epsilon`, `exact_error`, `exact_error_kind`,
+`exact_note`) are empty where the mechanism lacks the capability or the sweep sets
+`exact = false`, and in cells stored before them.
 """
-TIME_COLUMNS = (
-    "calibrate_time_s",
-    "compile_time_s",
-    "simulate_time_s",
-    "audit_time_s",
-    "bounds_time_s",
-    "exact_time_s",
-)
-"""Where an audit cell's wall time went: calibrating sigma (0 without `target_epsilon`), and
-`advsim.experiment.run_audit`'s JAX compilation, simulation, audit and bounds (each without
-the compilation inside it), and the exact columns (their compilation included; 0 when
-not computed). Cells stored before these columns leave them empty.
+TIME_COLUMNS = record_columns("time")
+"""Where an audit cell's wall time went (`AuditRecord`'s time fields): calibrating sigma (0
+without `target_epsilon`), and `advsim.experiment.run_audit`'s JAX compilation,
+simulation, audit and bounds (each without the compilation inside it), and the exact
+columns (their compilation included; 0 when not computed). Cells stored before these
+columns leave them empty.
 """
-BOUNDS_COLUMNS = (
-    "mechanism",
-    "steps",
-    "sampling_prob",
-    "noise_multiplier",
-    "num_canary_steps",
-    "delta",
-    "heuristic",
-    "composition",
-    "full_batch",
-    *EXACT_COLUMNS,
-    "wall_time_s",
-    "exact_time_s",
-)
-"""Columns of the result of one cell in bounds mode (no simulation): the parameters, the
-reference bounds and, where the mechanism has the capability, the exact epsilon
-(`AUDIT_COLUMNS`).
+BOUNDS_COLUMNS = record_columns(bounds=True)
+"""Columns of the result of one cell in bounds mode (no simulation): the fields of
+`AuditRecord` a bounds-only cell has (the parameters, the reference bounds and, where the
+mechanism has the capability, the exact epsilon), in its order.
 """
 
 

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 import advsim.cli as cli
 from advsim import _io
+from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
 from advsim.cli import main
-from advsim.sweep import SweepError, load_config, run_sweep
+from advsim.sweep import MECHANISM_ALIASES, SweepError, load_config, run_sweep
 
 FUZZ = settings(
     max_examples=25,
@@ -124,14 +125,9 @@ def test_audit_bad_integer_is_one_line(tmp_path, monkeypatch, capsys, flag, valu
 )
 def test_audit_bad_choice_is_one_line(tmp_path, monkeypatch, capsys, flag, value):
     valid = {
-        "family",
-        "gdp",
-        "eps_delta",
-        "tradeoff",
-        "split",
-        "same",
-        "linear",
-        "linear-data",
+        *AUDIT_METHODS,
+        *THRESHOLD_SELECTIONS,
+        *MECHANISM_ALIASES,
         "zero",
         "gaussian",
         "sphere",

@@ -109,3 +109,26 @@ def test_panels_write_png_and_pdf(tmp_path):
     assert [p.name for p in paths] == ["fig.png", "fig.pdf"]
     assert all(p.stat().st_size > 1000 for p in paths)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_heatmap_ignores_every_non_parameter_column_of_a_sweep_table():
+    """Two rows of one cell that differ in every column of `AUDIT_COLUMNS` that is not a
+    parameter (results, times, the cell's id): the error names no parameter; a parameter
+    that differs is named."""
+    from advsim.experiment import record_columns
+    from advsim.sweep import AUDIT_COLUMNS
+
+    params = set(record_columns("parameter"))
+    assert params < set(AUDIT_COLUMNS)
+
+    def row(i):
+        r = {c: (f"v{i}" if c not in params else "p") for c in AUDIT_COLUMNS}
+        return {"cell": i, "cell_id": f"id{i}", **r, "sampling_prob": 0.1, "steps": 1}
+
+    rows = [row(0), row(1)]
+    with pytest.raises(ValueError) as err:
+        plotting.plot_heatmap(rows, "sampling_prob", "steps", "heuristic", "/nonexistent/h")
+    assert "two rows share" in str(err.value) and "differ in" not in str(err.value)
+    rows[1]["method"] = "gdp"
+    with pytest.raises(ValueError, match=r"they differ in \['method'\]"):
+        plotting.plot_heatmap(rows, "sampling_prob", "steps", "heuristic", "/nonexistent/h")

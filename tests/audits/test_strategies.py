@@ -3,6 +3,7 @@
 quantity, and a test for each difference by design. advsim's projected split: held out,
 and at least as tight as jax_privacy's best on Gaussian scores (slow)."""
 
+import inspect
 import math
 
 import numpy as np
@@ -76,8 +77,35 @@ def test_bonferroni_is_jax_privacys_search_at_level_alpha_over_k():
 def test_sound_on_gaussian_scores(sel):
     # N(2, 1) vs N(0, 1): exact eps 9.997 at delta 1e-5 (Corollary 2.13, arXiv:1905.02383).
     s = _gaussian(2.0, 20_000, 3)
-    r = audit(s, "eps_delta", delta=DELTA, threshold_selection=sel, num_splits=5)
+    options = {"num_splits": 5} if sel == "multi_split" else {}
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection=sel, **options)
     assert 0 < r.eps_lower <= bounds.gdp_epsilon(DELTA, 2.0)
+
+
+def test_threshold_selections_come_from_the_registry_and_the_strategies():
+    """Every audit's own selections, then every strategy, each with the options of `audit`
+    it takes (read off the strategy's signature)."""
+    from advsim.audits import AUDITS, THRESHOLD_SELECTIONS
+    from advsim.audits._strategies import STRATEGIES
+
+    own = {s for cls in AUDITS.values() for s in cls.threshold_selections}
+    names = tuple(THRESHOLD_SELECTIONS)
+    assert set(names[: len(own)]) == own and names[len(own) :] == STRATEGIES
+    assert THRESHOLD_SELECTIONS["projected_split"] == ("selection_fraction",)
+    assert THRESHOLD_SELECTIONS["multi_split"] == ("num_splits",)
+    assert THRESHOLD_SELECTIONS["explicit"] == ("threshold",)
+    options = {o for opts in THRESHOLD_SELECTIONS.values() for o in opts}
+    assert options <= set(inspect.signature(audit).parameters)
+
+
+def test_selection_fraction_reaches_projected_split():
+    s = _gaussian(1.5, 4000, 6)
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split",
+              selection_fraction=0.3)  # fmt: skip
+    assert r.extras["selection_fraction"] == 0.3
+    assert r.n_in == 4000 - round(0.3 * 4000)
+    default = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split")
+    assert default.extras["selection_fraction"] == 0.15
 
 
 def test_explicit_matches_audit_at_threshold():
@@ -95,6 +123,9 @@ def test_explicit_matches_audit_at_threshold():
         (dict(threshold_selection="nope"), "threshold_selection must be one of"),
         (dict(method="tradeoff", threshold_selection="bonferroni"), "one-threshold audit"),
         (dict(threshold_selection="multi_split", num_splits=0), "num_splits"),
+        (dict(selection_fraction=0.2), "selection_fraction applies to threshold_selection="),
+        (dict(threshold_selection="bonferroni", num_splits=3), "num_splits applies to"),
+        (dict(threshold_selection="projected_split", selection_fraction=1.0), "selection_frac"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, match):

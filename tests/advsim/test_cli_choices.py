@@ -1,0 +1,104 @@
+"""`advsim audit`'s choices and help come from their sources (the audit registry, the
+threshold selections, the sweep's aliases), every threshold strategy is reachable, and
+`--mechanism` takes class paths as `--adversary` does."""
+
+import json
+
+import pytest
+
+from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
+from advsim.cli import build_parser, main
+from advsim.sweep import MECHANISM_ALIASES
+from advsim.sweep._config import STRATEGY_KEYS
+
+# A user's mechanism in a module of their own (the 1-D linear process, written out).
+USER_MODULE = """
+import jax.numpy as jnp
+
+from advsim import AbstractMechanism, DPSGDParams
+
+
+class MyLinear(AbstractMechanism):
+    params: DPSGDParams
+
+    def __init__(self, steps, sampling_prob, noise_multiplier, clip_norm=1.0):
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, clip_norm=clip_norm)
+
+    def init_model(self):
+        return jnp.zeros(1)
+
+    def canary_gradient(self, model, t):
+        return -jnp.ones_like(model)
+"""
+
+
+def _audit_actions() -> dict:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return {a.option_strings[0]: a for a in sub.choices["audit"]._actions if a.option_strings}
+
+
+def test_choices_and_help_come_from_their_sources():
+    actions = _audit_actions()
+    assert actions["--method"].choices == list(AUDIT_METHODS)
+    assert actions["--threshold"].choices == list(THRESHOLD_SELECTIONS)
+    for name in THRESHOLD_SELECTIONS:
+        assert name in actions["--threshold"].help
+    for name in AUDIT_METHODS:
+        assert f"{name}: {AUDITS[name].assumption}" in actions["--method"].help
+    for key in STRATEGY_KEYS:
+        flag = "--" + key.replace("_", "-")
+        assert flag in actions and actions[flag].default is None
+        assert flag in actions["--threshold"].help
+    assert actions["--mechanism"].choices is None
+    for alias in MECHANISM_ALIASES:
+        assert alias in actions["--mechanism"].help
+
+
+def _run(tmp_path, *flags) -> list[dict]:
+    out = tmp_path / "run"
+    args = "audit --steps 2 --sampling-prob 0.5 --noise-multiplier 0.5 --trials 2000"
+    assert main([*args.split(), "--quiet", "--no-exact", *flags, "--out", str(out)]) == 0
+    return json.loads((out / "results.json").read_text())["rows"]
+
+
+def test_threshold_projected_split_with_its_selection_fraction(tmp_path, capsys):
+    rows = _run(tmp_path, "--method", "eps_delta", "--threshold", "projected_split",
+                "--selection-fraction", "0.3")  # fmt: skip
+    assert rows[0]["threshold_selection"] == "projected_split"
+    assert rows[0]["selection_fraction"] == 0.3 and rows[0]["eps_lower"] > 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--selection-fraction", "0.2"], "--selection-fraction applies to --threshold "
+         "projected_split only, not --threshold split"),
+        (["--threshold", "explicit"], "--threshold explicit needs --audit-threshold"),
+        (["--threshold", "bonferroni", "--num-splits", "3"], "--num-splits applies to"),
+        (["--threshold", "projected_split", "--selection-fraction", "1.5"],
+         "--selection-fraction must be in (0, 1), got 1.5"),
+        (["--mechanism", "nope"], "--mechanism must be one of"),
+        (["--mechanism", "os:getcwd"], "not a subclass of advsim.AbstractMechanism"),
+    ],
+)  # fmt: skip
+def test_strategy_and_mechanism_errors_are_one_line_before_running(
+    tmp_path, capsys, flags, message
+):
+    out = tmp_path / "run"
+    assert main(["audit", "--steps", "2", *flags, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_mechanism_by_class_path_from_a_module_on_the_path(tmp_path, monkeypatch, capsys):
+    (tmp_path / "my_mechanisms.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rows = _run(tmp_path, "--mechanism", "my_mechanisms:MyLinear", "--threshold", "explicit",
+                "--audit-threshold", "0.5")  # fmt: skip
+    assert rows[0]["mechanism"] == "MyLinear" and rows[0]["threshold"] == 0.5
+    assert rows[0]["threshold_selection"] == "explicit"
+    # The data flags still name the mechanisms that take them.
+    assert main(["audit", "--mechanism", "my_mechanisms:MyLinear", "--dim", "3"]) == 2
+    assert "or use --mechanism linear-data" in capsys.readouterr().err

@@ -1,0 +1,150 @@
+"""The sweep's lists are derived from their one source: its threshold selections and their
+options from `advsim.audits.THRESHOLD_SELECTIONS`, its columns from `AuditRecord`'s fields,
+the default audit method from the mechanism's class; and every strategy runs in a sweep."""
+
+import dataclasses
+import json
+import textwrap
+
+import pytest
+
+from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
+from advsim.experiment import AuditRecord, record_columns
+from advsim.mechanisms import LinearProcess
+from advsim.plotting import _NOT_PARAMS
+from advsim.sweep import (
+    AUDIT_COLUMNS,
+    BOUNDS_COLUMNS,
+    TIME_COLUMNS,
+    load_config,
+    parse_config,
+    run_sweep,
+)
+from advsim.sweep._config import STRATEGY_KEYS, strategy_options
+
+
+def _config(**sweep) -> dict:
+    return {
+        "sweep": {"trials": 200, "delta": 1e-3, **sweep},
+        "mechanism": {"name": "linear", "steps": 2, "noise_multiplier": 1.0},
+        "grid": {"sampling_prob": [0.5]},
+    }
+
+
+def test_columns_are_the_records_fields_in_order():
+    fields = tuple(f.name for f in dataclasses.fields(AuditRecord))
+    assert AUDIT_COLUMNS == fields == record_columns()
+    assert TIME_COLUMNS == tuple(c for c in fields if c.endswith("_time_s") and c != "wall_time_s")
+    assert BOUNDS_COLUMNS == tuple(c for c in fields if c in BOUNDS_COLUMNS)
+    assert set(record_columns("parameter")) | set(record_columns("result")) | set(
+        TIME_COLUMNS
+    ) == set(fields)
+
+
+def test_every_non_parameter_column_is_no_parameter_for_the_heatmap():
+    results = set(AUDIT_COLUMNS) - set(record_columns("parameter"))
+    assert results <= _NOT_PARAMS and {"cell", "cell_id"} <= _NOT_PARAMS
+    assert not set(record_columns("parameter")) & _NOT_PARAMS
+    with pytest.raises(ValueError, match="role must be"):
+        record_columns("params")
+
+
+def test_threshold_selection_and_its_options_come_from_the_audits():
+    options = {o for opts in THRESHOLD_SELECTIONS.values() for o in opts}
+    assert set(STRATEGY_KEYS.values()) == options
+    assert STRATEGY_KEYS["audit_threshold"] == "threshold"  # a mechanism may take `threshold`
+    for name in THRESHOLD_SELECTIONS:
+        takes = THRESHOLD_SELECTIONS[name]
+        valid = {"audit_threshold": 1.0, "num_splits": 3, "selection_fraction": 0.2}
+        extra = {k: valid[k] for k, o in STRATEGY_KEYS.items() if o in takes}
+        config = parse_config(_config(threshold_selection=name, **extra))
+        params = config.cells()[0].params
+        assert params["threshold_selection"] == name
+        assert strategy_options(params) == {STRATEGY_KEYS[k]: v for k, v in extra.items()}
+    with pytest.raises(ValueError) as err:
+        parse_config(_config(threshold_selection="magic"))
+    assert str(list(THRESHOLD_SELECTIONS)) in str(err.value)
+    with pytest.raises(ValueError) as err:
+        parse_config(_config(method="magic"))
+    assert str(list(AUDIT_METHODS)) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ({"selection_fraction": 0.2}, "selection_fraction applies to threshold_selection = "),
+        ({"threshold_selection": "bonferroni", "num_splits": 3}, "num_splits applies to"),
+        ({"threshold_selection": "explicit"}, "'explicit' needs audit_threshold"),
+        (
+            {"threshold_selection": "projected_split", "selection_fraction": 1.0},
+            "sweep.selection_fraction: selection_fraction must be in (0, 1)",
+        ),
+        ({"threshold_selection": "multi_split", "num_splits": 0}, "sweep.num_splits: num_splits"),
+        (
+            {"threshold_selection": "explicit", "audit_threshold": float("inf")},
+            "sweep.audit_threshold",
+        ),
+    ],
+)
+def test_strategy_options_are_checked_per_cell(sweep, message):
+    with pytest.raises(ValueError) as err:
+        parse_config(_config(**sweep))
+    assert message in str(err.value)
+
+
+def test_bounds_mode_refuses_strategy_options():
+    data = _config(mode="bounds", selection_fraction=0.2)
+    data["sweep"].pop("trials")
+    with pytest.raises(ValueError, match="selection_fraction has no effect in bounds mode"):
+        parse_config(data)
+
+
+def test_projected_split_with_its_selection_fraction_runs_in_a_sweep(tmp_path):
+    path = tmp_path / "projected.toml"
+    path.write_text(
+        textwrap.dedent("""
+        [sweep]
+        trials = 2000
+        delta = 1e-3
+        method = "eps_delta"
+
+        [mechanism]
+        name = "linear"
+        steps = 2
+        sampling_prob = 0.5
+        noise_multiplier = 0.5
+
+        [[cases]]
+        threshold_selection = ["projected_split"]
+        selection_fraction = [0.1, 0.3]
+
+        [[cases]]
+        threshold_selection = ["multi_split"]
+        num_splits = [3]
+        """)
+    )
+    rows = run_sweep(load_config(path), tmp_path / "out", progress=False)
+    assert [r["threshold_selection"] for r in rows] == ["projected_split"] * 2 + ["multi_split"]
+    assert [r.get("selection_fraction") for r in rows] == [0.1, 0.3, None]
+    assert rows[2]["num_splits"] == 3
+    for r in rows:
+        assert r["eps_lower"] is not None and r["eps_lower"] > 0
+    table = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "selection_fraction" in table["columns"]
+
+
+def test_the_default_method_follows_the_mechanisms_class_attribute(monkeypatch):
+    assert LinearProcess.in_heuristic_family is True
+    data = _config()
+    data["sweep"].pop("trials")
+    assert parse_config(data).fixed["method"] == "family"
+    linear_data = {**data, "mechanism": {**data["mechanism"], "name": "linear-data"}}
+    assert parse_config(linear_data).fixed["method"] == "eps_delta"  # a classmethod
+    gradient = {
+        "sweep": {},
+        "mechanism": {"name": "gradient-canary", "steps": 2, "sampling_prob": 0.5,
+                      "noise_multiplier": 1.0},
+    }  # fmt: skip
+    assert parse_config(gradient).fixed["method"] == "eps_delta"
+    monkeypatch.setattr(LinearProcess, "in_heuristic_family", False)
+    assert parse_config(data).fixed["method"] == "eps_delta"
