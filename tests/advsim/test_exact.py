@@ -178,6 +178,31 @@ def test_a_batch_equals_its_members_and_calls_repeat():
     assert one.epsilon == pytest.approx(heuristic_epsilon(DELTA, 1, 0.1, 1.0), rel=1e-3)
 
 
+def test_a_batch_is_cut_where_one_grid_for_all_would_cost_more():
+    # Cost model of `_buckets`: a compilation = one member on COMPILE_NODES nodes; every
+    # member runs on its group's largest grid. Nearby sizes share; a 20-fold one does not.
+    from advsim.exact._api import COMPILE_NODES, _buckets
+
+    assert _buckets([1000, 1200, 1100]) == [[0, 2, 1]]
+    # 4 members on 24,000 nodes cost less than a second compilation: one group.
+    assert _buckets([24_000, 1000, 1200, 23_000]) == [[1, 2, 3, 0]]
+    # At 10x the size, two groups cost less than one.
+    sizes = [240_000, 1000, 1200, 230_000]
+    assert 2 * COMPILE_NODES + 2 * 1200 + 2 * 240_000 < COMPILE_NODES + 4 * 240_000
+    assert _buckets(sizes) == [[1, 2], [3, 0]]
+    assert _buckets(list(reversed(sizes))) == [[2, 1], [0, 3]]  # the same groups
+
+
+@pytest.mark.slow
+def test_a_batch_of_very_different_grids_gives_each_members_value():
+    # Landscape cells whose coarsest grids differ ~20-fold run in separate groups, each
+    # value equal (to the rounding of a longer or shorter grid) to the member's own call.
+    mechs = [ThresholdLandscape(3, 1.0, 1), ThresholdLandscape(3, 1.0, 16)]
+    batch = last_iterate_epsilons(mechs, DELTA)
+    for mech, got in zip(mechs, batch, strict=True):
+        assert got.epsilon == pytest.approx(last_iterate_epsilon(mech, DELTA).epsilon, rel=1e-9)
+
+
 @pytest.mark.slow
 def test_every_step_is_the_epsilon_after_each_step():
     # The landscape at T = 2 in closed form (two_step_epsilon), T = 1 the Gaussian.
