@@ -33,10 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._dpsgd import run_mechanism
-from advsim._mechanism import AbstractDirectedCanary, AbstractMechanism
-from advsim._validation import check_int
+from advsim import AbstractAdversary, AbstractDirectedCanary, AbstractMechanism, run_mechanism
+from advsim.validation import check_int
 
 __all__ = ["BiasedCoordinate", "RandomDirection", "SimulatedBiasedDimension"]
 

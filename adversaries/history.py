@@ -19,8 +19,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractCoordinateLaws, AbstractMechanism
+from advsim import AbstractAdversary, AbstractCoordinateLaws, AbstractMechanism
 
 __all__ = ["CoordinateLikelihoodRatio", "bernoulli_gaussian_llr"]
 

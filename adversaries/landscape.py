@@ -31,8 +31,7 @@ import numpy as np
 import scipy.stats
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism, AbstractThresholdLandscape
+from advsim import AbstractAdversary, AbstractMechanism, AbstractThresholdLandscape
 
 __all__ = ["ThresholdAdversary", "ThresholdSearch"]
 

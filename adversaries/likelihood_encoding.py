@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism, AbstractSumEncoding
+from advsim import AbstractAdversary, AbstractMechanism, AbstractSumEncoding
 
 __all__ = ["LikelihoodSumDecoder"]
 

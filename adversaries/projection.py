@@ -7,9 +7,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._dpsgd import clip_gradients
-from advsim._mechanism import AbstractMechanism, AbstractProjectionLaw
+from advsim import AbstractAdversary, AbstractMechanism, AbstractProjectionLaw, clip_gradients
 
 __all__ = ["LikelihoodRatioScore", "ProjectionScore"]
 

@@ -1,7 +1,7 @@
 r"""Adversaries for the real-model mechanisms that read only the last model.
 
 - `CanaryLoss` scores an input-space canary (`advsim.mechanisms.RealModelInputCanary`, an
-  `AbstractCanaryExample`) by its loss at the last model (`statistic="loss"`: minus the
+  `advsim.AbstractCanaryExample`) by its loss at the last model (`statistic="loss"`: minus the
   loss, so that higher means "canary in") or by its margin (`"margin"`: the signed logit of
   its label, or the label's logit over the largest other one), the black-box scores of
   Section 5 of arXiv:2410.06186.
@@ -21,9 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism
-from advsim.mechanisms.real_models import AbstractCanaryExample
+from advsim import AbstractAdversary, AbstractCanaryExample, AbstractMechanism
 
 __all__ = ["CanaryGradientProjection", "CanaryLoss"]
 
@@ -54,7 +52,7 @@ class CanaryLoss(AbstractAdversary):
         if not isinstance(mechanism, AbstractCanaryExample):
             raise TypeError(
                 "CanaryLoss reads the loss of an input-space canary (an "
-                f"advsim.mechanisms.AbstractCanaryExample), got {type(mechanism).__name__}"
+                f"advsim.AbstractCanaryExample), got {type(mechanism).__name__}"
             )
         return mechanism
 

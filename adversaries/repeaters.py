@@ -20,8 +20,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism
+from advsim import AbstractAdversary, AbstractMechanism
 from advsim.adversaries.history import bernoulli_gaussian_llr
 from advsim.mechanisms.repeaters import MaliciousRepeaters
 

@@ -4,12 +4,16 @@ The flow (see the README): a mechanism (one DP-SGD run, `advsim.mechanisms`) and
 adversary (`advsim.adversaries`) go through `simulate`, which returns the scores of both
 worlds; an audit (`advsim.audits`) turns them into an empirical epsilon, read beside the
 heuristic, composition and full-batch bounds (`advsim.bounds`, re-exported here).
+
+A new mechanism or adversary is built from the names here (the bases, their capabilities,
+`DPSGDParams`, `clip_gradients`, ...) and the constructor checks of `advsim.validation`.
 """
 
 from advsim._accounting import Accounting
 from advsim._adversary import AbstractAdversary
-from advsim._dpsgd import clip_gradients, dpsgd_update, run_mechanism
+from advsim._dpsgd import bernoulli_from_bits, clip_gradients, dpsgd_update, run_mechanism
 from advsim._mechanism import (
+    AbstractCanaryExample,
     AbstractCoordinateLaws,
     AbstractDirectedCanary,
     AbstractMechanism,
@@ -32,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AbstractAdversary",
+    "AbstractCanaryExample",
     "AbstractCoordinateLaws",
     "AbstractDirectedCanary",
     "AbstractMechanism",
@@ -48,6 +53,7 @@ __all__ = [
     "DPSGDParams",
     "NonFiniteScoresError",
     "Scores",
+    "bernoulli_from_bits",
     "block_size",
     "clip_gradients",
     "default_chunk_size",

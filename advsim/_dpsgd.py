@@ -27,7 +27,19 @@ __all__ = [
 
 
 def clip_gradients(grads: Float[Array, "... d"], clip_norm) -> Float[Array, "... d"]:
-    """Per-example clipping to L2 norm `clip_norm` (row-wise): g / max(1, ||g|| / C)."""
+    """Per-example clipping to L2 norm `clip_norm` (row-wise): g / max(1, ||g|| / C).
+
+    The clipping the engine applies to every example's gradient; an adversary that
+    predicts a clipped gradient (a projection on the canary's update) calls it too.
+
+    Args:
+        grads: gradients, one per row of the last axis.
+        clip_norm: C > 0, a scalar.
+
+    Returns:
+        `grads` with every row of norm above C scaled down to norm C (a zero row stays
+        zero, with a finite derivative).
+    """
     sq = jnp.sum(jnp.square(grads), axis=-1, keepdims=True)
     # The double `where` keeps the derivative finite at g = 0 (sqrt'(0) is inf), for
     # adversaries that differentiate through a run; a zero gradient stays exactly zero.
@@ -44,7 +56,16 @@ def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, ...]:
     turn q = 1e-6 into 9.5e-7; comparing the raw bits with prob * 2^32 does not: below
     prob = 2^-8 the comparison is exact (integers < 2^24 are exact in float32), so the
     probability is prob up to 2^-32; above, the float32 rounding of prob and of the bits
-    leaves a relative error of at most about 2^-24.
+    leaves a relative error of at most about 2^-24. The engine draws Poisson memberships
+    this way.
+
+    Args:
+        key: a jax PRNG key.
+        prob: the success probability in [0, 1], a scalar (traced or not).
+        shape: the shape of the draws.
+
+    Returns:
+        A boolean array of `shape`.
     """
     bits = jax.random.bits(key, shape, jnp.uint32)
     prob = jnp.asarray(prob, jnp.float32)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from advsim._accounting import Accounting
-from advsim._scores import Scores
+from advsim import Accounting, Scores
 
 from ._base import AbstractAudit, AbstractThresholdAudit
 from ._eps_delta import EpsDeltaAudit

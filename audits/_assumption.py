@@ -99,8 +99,8 @@ import scipy.special
 import scipy.stats
 
 import advsim.bounds as _bounds
-from advsim._accounting import Accounting
-from advsim._validation import check_in_interval
+from advsim import Accounting
+from advsim.validation import check_in_interval
 
 from ._result import _plain
 from ._roc_band import _bisect_limits, _boxes, _gdp_limits, _max_agreement

@@ -31,9 +31,8 @@ from typing import Any, ClassVar
 import equinox as eqx
 import numpy as np
 
-from advsim._accounting import Accounting
-from advsim._scores import Scores
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim import Accounting, Scores
+from advsim.validation import check_delta, check_in_interval, check_int
 
 from ._guarantee import Guarantee
 from ._result import AuditResult

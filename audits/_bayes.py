@@ -46,8 +46,8 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from advsim._scores import Scores
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim import Scores
+from advsim.validation import check_delta, check_in_interval, check_int
 
 from ._guarantee import Guarantee
 from ._one_run import guaranteed_dict

@@ -30,7 +30,7 @@ certifiably violated: the release is not $\mu$-GDP for any $\mu \le$ `mu_star`.
 
 **What a violation means.** Each bound's curve is its privacy profile's (Proposition
 2.12 of arXiv:1905.02383, both orders of the neighbouring pair; see
-`advsim.bounds._violation_curves`), so $\beta < f(\alpha)$ at a test means exactly: *the
+`advsim.bounds.LowerCurve`), so $\beta < f(\alpha)$ at a test means exactly: *the
 release is not $(\varepsilon', \delta_f(\varepsilon'))$-DP for some $\varepsilon' \ge 0$*
 (one line of the profile is crossed). It does **not** mean that the release's epsilon at
 `delta` exceeds `eps_equivalent`: the crossed line can be at another $\varepsilon'$.
@@ -48,7 +48,7 @@ $\ge c$ every true rate is below its bound: $\alpha \le \bar\alpha$, $\beta \le 
 Since $f$ is non-increasing, $\bar\beta < f(\bar\alpha)$ then implies
 $\beta \le \bar\beta < f(\bar\alpha) \le f(\alpha)$. The boundary index is found by
 doubling and then bisection on its logarithm; every curve compared is a guaranteed lower
-bound of the exact one (`advsim.bounds._violation_curves`), so numerics never certify a
+bound of the exact one (`advsim.bounds.LowerCurve`), so numerics never certify a
 violation that is not there.
 
 Soundness: if the release really satisfies the family's curve at index $\theta$ (e.g. the
@@ -67,22 +67,19 @@ from collections.abc import Callable
 
 import numpy as np
 
-from advsim._accounting import Accounting
-from advsim._scores import Scores
-from advsim._validation import check_delta, check_in_interval, check_int, check_positive
+from advsim import Accounting, Scores
 from advsim.bounds import (
+    composition_curve_lower,
     composition_epsilon_from_pld,
+    gdp_curve_lower,
     gdp_epsilon,
+    heuristic_curve_lower,
     heuristic_epsilon,
     heuristic_epsilon_max_over_steps,
-)
-from advsim.bounds._violation_curves import (
-    composition_curve_lower,
-    gdp_curve_lower,
-    heuristic_curve_lower,
     heuristic_max_over_steps_curve_lower,
     horizon_canary_counts,
 )
+from advsim.validation import check_delta, check_in_interval, check_int, check_positive
 
 from ._result import _plain
 from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves

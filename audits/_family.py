@@ -17,8 +17,8 @@ import numpy as np
 import scipy.optimize
 
 import advsim.bounds as _bounds
-from advsim._accounting import Accounting
-from advsim._validation import check_in_interval
+from advsim import Accounting
+from advsim.validation import check_in_interval
 
 from ._assumption import check_heuristic_family
 from ._base import AbstractThresholdAudit

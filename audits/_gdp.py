@@ -9,7 +9,7 @@ import numpy as np
 import scipy.stats
 
 import advsim.bounds as _bounds
-from advsim._validation import check_in_interval
+from advsim.validation import check_in_interval
 
 from ._assumption import check_gaussian_tradeoff
 from ._base import AbstractThresholdAudit

@@ -43,7 +43,7 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim.validation import check_delta, check_in_interval, check_int
 
 from ._guarantee import Guarantee
 from ._result import _plain

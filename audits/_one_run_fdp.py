@@ -44,7 +44,7 @@ in the curve: rejecting a curve below the claimed one rejects the claim.
   one-run mechanism, whose canaries each have the heuristic's law.
 
 **Numerical curves.** Only $G_\mu$ has a closed-form $B^{-1}$. The other curves come from
-`advsim.bounds._violation_curves` (`heuristic_curve_lower`, `composition_curve_lower`, ...),
+`advsim.bounds` (`heuristic_curve_lower`, `composition_curve_lower`, ...),
 which are piecewise linear envelopes never above the exact curves (each delta of the
 profile rounded up, the envelope lowered by 1e-12). Their exact curves are symmetric
 (Proposition 2.12 of arXiv:1905.02383 over both orders of the neighbouring pair), so
@@ -68,9 +68,9 @@ import math
 
 from scipy.special import ndtr, ndtri
 
-from advsim._accounting import Accounting
-from advsim._validation import check_delta, check_in_interval, check_int
-from advsim.bounds._violation_curves import _CURVE_MARGIN
+from advsim import Accounting
+from advsim.bounds import CURVE_MARGIN
+from advsim.validation import check_delta, check_in_interval, check_int
 
 from ._certify import _CURVE_NAMES, _EPS_NAMES, VIOLATION_BOUNDS, _eps_equivalent, _family
 from ._one_run import OneRunResult, _check_inputs, one_run_guesses
@@ -143,7 +143,7 @@ def inverse_blow_up(curve):
     1e-12 (module docstring). Cached per curve object.
 
     Args:
-        curve: an `advsim.bounds._violation_curves.LowerCurve` whose `profile` is a
+        curve: an `advsim.bounds.LowerCurve` whose `profile` is a
             `TradeoffCurve` and which is that profile lowered by at most 1e-12.
 
     Returns:
@@ -158,7 +158,7 @@ def inverse_blow_up(curve):
     def inv(r: float) -> float:
         x = 1.0 - r
         i = bisect.bisect_right(breaks, x)
-        y = min(max(ints[i] + slopes[i] * x, 0.0), 1.0) - _CURVE_MARGIN  # as LowerCurve
+        y = min(max(ints[i] + slopes[i] * x, 0.0), 1.0) - CURVE_MARGIN  # as LowerCurve
         return max(y - _INV_MARGIN, 0.0)
 
     return inv

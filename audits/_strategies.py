@@ -33,7 +33,7 @@ runs (`"same"`); this module adds the other three, reached through
   `"multi_split"`, `"bonferroni"`, `"projected_split"` | jax_privacy `Split`,
   `MultiSplit(21)`, `Bonferroni()`, all two-sided):
 
-  - N(2, 1) vs N(0, 1), 10^5 per world, seeds 0-5 (the issue's data): 5.05, 4.89, 4.81,
+  - N(2, 1) vs N(0, 1), 10^5 per world, seeds 0-5: 5.05, 4.89, 4.81,
     **5.35** | 5.16, 5.04, 5.24; seeds 6-25: 5.05, 4.99, 4.86, **5.31** | 5.03, 5.03,
     5.26;
   - N(1, 1) vs N(0, 1), 10^4 per world, 30 seeds: 1.84, 1.80, 1.76, 2.03 | 1.92, 1.76,
@@ -44,8 +44,8 @@ runs (`"same"`); this module adds the other three, reached through
   So it beats every jax_privacy strategy at 10^5 runs per world and its held-out ones
   everywhere measured, and is within 1.5% below `Bonferroni()` (not held out) at 10^4.
   Either rule alone loses one case (raw rates at 10%: 0.46 on the pure pair; upper
-  bounds at 10%: 5.13 on the issue's data); fractions 0.1 / 0.2 gave 5.41 / 5.23 on the
-  issue's data and 5.24 / 5.38 on seeds 6-25.
+  bounds at 10%: 5.13 on the N(2, 1) seeds 0-5); fractions 0.1 / 0.2 gave 5.41 / 5.23 on
+  those seeds and 5.24 / 5.38 on seeds 6-25.
 - `"bonferroni"`: every distinct threshold (one between each pair of adjacent pooled
   scores, plus one above all: n_in + n_out + 1 tests at most) at level alpha / K, the
   best of them, counted on all runs. The tests sit at the observed scores, so the union
@@ -64,8 +64,8 @@ import inspect
 
 import numpy as np
 
-from advsim._scores import Scores
-from advsim._validation import check_delta, check_int
+from advsim import Scores
+from advsim.validation import check_delta, check_int
 
 from ._base import AbstractThresholdAudit, _prepare, audit_at_threshold
 from ._guarantee import Guarantee

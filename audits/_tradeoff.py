@@ -11,8 +11,8 @@ the grid $\hat\varepsilon \in \{0.5, 0.6, \ldots, 20\}$. An observation $(\alpha
 - `extras["eps_algorithm2"]` is Algorithm 2 itself (the paper's number, no intervals:
   optimistic): the FIRST, i.e. smallest, grid $\hat\varepsilon$ whose curve no
   observation violates, over the raw rates at every observed score as threshold (lines
-  11-25). (The issue's phrase "the largest epsilon whose curve the observations do not
-  violate" describes the same number badly: every grid value above it is also not
+  11-25). (Described as "the largest epsilon whose curve the observations do not violate",
+  it is the same number, but misleadingly: every grid value above it is also not
   violated; what the loop returns is the smallest.) Thresholds with fewer than
   one false positive or false negative are left out: a raw rate of 0 violates
   every curve with $f > 0$ there, which would make the paper's loop run off the grid.
@@ -64,14 +64,9 @@ from typing import ClassVar
 import equinox as eqx
 import numpy as np
 
-from advsim._accounting import Accounting
-from advsim._scores import Scores
-from advsim._validation import check_in_interval, check_int, check_positive
-from advsim.bounds._tradeoff import (
-    TRADEOFF_VDI,
-    composition_epsilon_from_pld,
-    composition_tradeoff_curve,
-)
+from advsim import Accounting, Scores
+from advsim.bounds import TRADEOFF_VDI, composition_epsilon_from_pld, composition_tradeoff_curve
+from advsim.validation import check_in_interval, check_int, check_positive
 
 from ._base import AbstractAudit, _prepare
 from ._eps_delta import eps_delta_terms

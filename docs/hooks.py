@@ -29,6 +29,7 @@ SOURCE_DIR = ROOT / "build" / "docs-src"
 # The public modules whose every `__all__` entry has a reference entry (docs/api/).
 PUBLIC_MODULES = (
     "advsim",
+    "advsim.validation",
     "advsim.bounds",
     "advsim.exact",
     "advsim.audits",

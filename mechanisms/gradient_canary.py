@@ -39,9 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractDirectedCanary, CanarySchedule, DPSGDOptions, DPSGDParams
-from advsim._validation import check_int, check_positive
+from advsim import AbstractDirectedCanary, CanarySchedule, DPSGDOptions, DPSGDParams
 from advsim.mechanisms.linear import LinearProcess
+from advsim.validation import check_int, check_positive
 
 __all__ = ["GradientCanary", "logistic_dataset", "unit_direction"]
 

@@ -32,13 +32,14 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
-    AbstractCoordinateLaws,
-    DPSGDOptions,
-    DPSGDParams,
+from advsim import AbstractCoordinateLaws, DPSGDOptions, DPSGDParams
+from advsim.validation import (
     as_traced_float,
+    check_delta,
+    check_int,
+    check_positive,
+    check_probability,
 )
-from advsim._validation import check_delta, check_int, check_positive, check_probability
 
 __all__ = [
     "HistoryRegularizer",

@@ -56,16 +56,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
-    AbstractScalarLaw,
-    AbstractThresholdLandscape,
-    CanarySchedule,
-    DPSGDParams,
-    as_traced_float,
-)
-from advsim._validation import check_delta, check_finite, check_int
-from advsim.bounds._landscape import ORIENTATIONS
+from advsim import AbstractScalarLaw, AbstractThresholdLandscape, CanarySchedule, DPSGDParams
+from advsim.bounds import ORIENTATIONS
 from advsim.exact import ExactEpsilon, last_iterate_epsilon
+from advsim.validation import as_traced_float, check_delta, check_finite, check_int
 
 __all__ = [
     "ThresholdLandscape",

@@ -64,8 +64,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import AbstractSumEncoding, DPSGDParams
-from advsim._validation import check_int
+from advsim import AbstractSumEncoding, DPSGDParams
+from advsim.validation import check_int
 
 __all__ = ["LikelihoodEncodingLoss", "encoding_scale", "step_log_likelihood_ratio"]
 

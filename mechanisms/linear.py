@@ -17,13 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
-    AbstractProjectionLaw,
-    AbstractScalarLaw,
-    DPSGDOptions,
-    DPSGDParams,
-)
-from advsim._validation import check_int, check_nonnegative
+from advsim import AbstractProjectionLaw, AbstractScalarLaw, DPSGDOptions, DPSGDParams
+from advsim.validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
 

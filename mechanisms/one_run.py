@@ -21,7 +21,7 @@ Two layouts:
   under Poisson sampling (Theorem 1 of arXiv:2410.06186, exact for this linear run).
 - `"shared"`: $u_j$ uniform on the sphere of $\mathbb{R}^d$ (seeded), $d < m$ allowed, so
   every canary's score also carries $\sum_{i \ne j} N_i \langle u_i, u_j \rangle$: the
-  interference the issue asks to show. Per canary, with the others fixed, the release is
+  interference this case exists to show. Per canary, with the others fixed, the release is
   the separate case's plus terms independent of canary j, so `epsilon(delta)` stays an
   upper bound (no longer attained): the audit must stay below it, and does worse.
 """
@@ -35,9 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from advsim._mechanism import AbstractMultiCanary, DPSGDParams
-from advsim._validation import check_delta, check_int
+from advsim import AbstractMultiCanary, DPSGDParams
 from advsim.bounds import gdp_epsilon, heuristic_epsilon
+from advsim.validation import check_delta, check_int
 
 __all__ = ["OneRunGradientCanaries"]
 

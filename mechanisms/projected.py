@@ -23,15 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
-    AbstractProjected,
-    AbstractScalarLaw,
-    CanarySchedule,
-    DPSGDParams,
-    as_traced_float,
-)
-from advsim._validation import check_int, check_positive
+from advsim import AbstractProjected, AbstractScalarLaw, CanarySchedule, DPSGDParams
 from advsim.bounds import ShiftedInterpolationBound, shifted_interpolation_bound
+from advsim.validation import as_traced_float, check_int, check_positive
 
 __all__ = ["ProjectedLinearCanary"]
 

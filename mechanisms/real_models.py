@@ -17,10 +17,10 @@ so the update is exact for any batch and only its cost grows (about one more blo
 work when it happens; `scripts/benchmark_models.py` measures it). With `max_batch_size` =
 $n$ every step computes all $n$ rows weighted by the memberships (the same draws).
 
-**The flat model.** The engine's model is a flat float32 vector (`ravel_pytree` of the
-equinox model's arrays); `module(flat)` rebuilds the equinox model from it (the skeleton is
-rebuilt from static sizes under the trace and only its structure is used), so runs of many
-models are vmapped per compiled block by `advsim.simulate` unchanged.
+**The parts.** The datasets are in `advsim.mechanisms.datasets`, the networks on the
+engine's flat model vector (`AbstractRealModel`) in `advsim.mechanisms.networks`, and the
+test accuracy reported beside an audit in `advsim.mechanisms.accuracy`; this module holds
+the two mechanisms.
 
 **Canaries.** `RealModelGradientCanary` inserts a crafted gradient $-C u$ (a parameter
 coordinate $u = e_j$ or a direction; Algorithm 4 of arXiv:2405.14457 with
@@ -28,7 +28,7 @@ coordinate $u = e_j$ or a direction; Algorithm 4 of arXiv:2405.14457 with
 `BiasedCoordinate`, `RandomDirection` and `SimulatedBiasedDimension` craft it.
 `RealModelInputCanary` adds one input-space example (a held-out example with a wrong label,
 or an out-of-range input), Poisson-sampled like the others; it is an
-`AbstractCanaryExample`, which `advsim.adversaries.CanaryLoss` needs.
+`advsim.AbstractCanaryExample`, which `advsim.adversaries.CanaryLoss` needs.
 
 Use `learning_rate` = $\eta / (qn)$ for the averaged update of DP-SGD with expected batch
 size $qn$.
@@ -36,208 +36,31 @@ size $qn$.
 
 from __future__ import annotations
 
-import abc
-import functools
-from typing import Literal, NamedTuple, Unpack
+from typing import Literal, Unpack
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
-from jaxtyping import Array, Float, Int, PRNGKeyArray
+from jaxtyping import Array, Float, Int
 
-from advsim._dpsgd import bernoulli_from_bits, run_mechanism
-from advsim._mechanism import (
+from advsim import (
+    AbstractCanaryExample,
     AbstractDirectedCanary,
-    AbstractMechanism,
-    AbstractPerExampleData,
     CanarySchedule,
     DPSGDOptions,
     DPSGDParams,
     poisson_batch_bound,
 )
-from advsim._validation import check_in_interval, check_int, check_positive
+from advsim.mechanisms.datasets import DATASETS, Dataset, load_dataset
 from advsim.mechanisms.gradient_canary import unit_direction
+from advsim.mechanisms.networks import MODELS, AbstractRealModel, build_network, example_margin
+from advsim.validation import check_int, check_positive
 
-__all__ = [
-    "AbstractCanaryExample",
-    "AbstractRealModel",
-    "Dataset",
-    "RealModelGradientCanary",
-    "RealModelInputCanary",
-    "load_dataset",
-    "heldout_accuracy",
-    "accuracy_report",
-]
+__all__ = ["INPUT_CANARIES", "RealModelGradientCanary", "RealModelInputCanary"]
 
-DATASETS = ("breast_cancer", "digits")
-MODELS = ("logistic", "mlp")
 INPUT_CANARIES = ("mislabeled", "out_of_range")
-
-
-class Dataset(NamedTuple):
-    """A fixed train/test split, features standardised with the training set's statistics."""
-
-    x_train: np.ndarray  # (n, p) float32
-    y_train: np.ndarray  # (n,) int32
-    x_test: np.ndarray
-    y_test: np.ndarray
-    num_classes: int
-
-
-@functools.lru_cache(maxsize=8)
-def load_dataset(name: str, *, test_fraction: float = 0.25, split_seed: int = 0) -> Dataset:
-    """One of scikit-learn's bundled datasets, split and standardised (nothing downloads).
-
-    The split is a numpy permutation drawn from `split_seed` (`test_fraction` of the
-    examples held out); every feature is centred and scaled by the training set's mean and
-    standard deviation (constant features, such as digits' blank pixels, are only centred).
-
-    Args:
-        name: "breast_cancer" (569 x 30, 2 classes) or "digits" (1797 x 64, 10 classes).
-        test_fraction: in (0, 1).
-        split_seed: seed of the split.
-
-    Returns:
-        A `Dataset` of read-only arrays.
-
-    Raises:
-        ValueError: an unknown name or a test_fraction outside (0, 1).
-        ImportError: scikit-learn is missing (install the `models` extra).
-    """
-    if name not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {name!r}")
-    test_fraction = check_in_interval("test_fraction", test_fraction, 0.0, 1.0)
-    split_seed = check_int("split_seed", split_seed, minimum=0)
-    try:
-        from sklearn import datasets
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the real-model mechanisms need scikit-learn's bundled datasets: "
-            "pip install 'advsim[models]' (or pip install 'scikit-learn>=1.3')"
-        ) from err
-    loader = datasets.load_breast_cancer if name == "breast_cancer" else datasets.load_digits
-    bunch = loader()
-    x, y = np.asarray(bunch.data, np.float64), np.asarray(bunch.target, np.int32)
-    order = np.random.default_rng(split_seed).permutation(len(y))
-    n_test = int(round(test_fraction * len(y)))
-    test, train = order[:n_test], order[n_test:]
-    mean, std = x[train].mean(0), x[train].std(0)
-    std = np.where(std > 0, std, 1.0)
-    arrays = [((x[i] - mean) / std).astype(np.float32) for i in (train, test)]
-    out = Dataset(arrays[0], y[train], arrays[1], y[test], int(y.max()) + 1)
-    for a in out[:4]:
-        a.setflags(write=False)
-    return out
-
-
-def _build(model: str, in_size: int, out_size: int, width: int, *, key: PRNGKeyArray):
-    if model == "logistic":
-        return eqx.nn.Linear(in_size, out_size, key=key)
-    return eqx.nn.MLP(in_size, out_size, width, depth=1, activation=jnp.tanh, key=key)
-
-
-@functools.lru_cache(maxsize=32)
-def _structure(model: str, in_size: int, out_size: int, width: int):
-    """The model's array shapes and its non-array part, without building it (no init ops
-    under the engine's trace)."""
-    shaped = eqx.filter_eval_shape(
-        lambda: _build(model, in_size, out_size, width, key=jax.random.key(0))
-    )
-    is_shape = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
-    return eqx.partition(shaped, is_shape, is_leaf=is_shape)
-
-
-def _example_loss(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[Array, ""]:
-    """Binary cross-entropy on one logit (k = 1), softmax cross-entropy otherwise."""
-    if logits.shape[-1] == 1:
-        z, y = logits[0], label.astype(logits.dtype)
-        return jax.nn.softplus(z) - y * z
-    return -jax.nn.log_softmax(logits)[label]
-
-
-def _margin(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[Array, ""]:
-    """How strongly the model predicts `label`: the signed logit (binary), else the
-    label's logit minus the largest other logit."""
-    if logits.shape[-1] == 1:
-        return jnp.where(label == 1, logits[0], -logits[0])
-    others = jnp.where(jnp.arange(logits.shape[-1]) == label, -jnp.inf, logits)
-    return logits[label] - jnp.max(others)
-
-
-class AbstractRealModel(AbstractPerExampleData):
-    """Shared machinery: an equinox model on a bundled dataset, examples sampled one by one.
-
-    Concrete classes declare the fields below and their canary; this base supplies the
-    model (`module`, `logits`, `loss`), the per-example gradients the engine samples
-    (`example_gradients`), and `init_model`.
-    """
-
-    dataset: eqx.AbstractVar[str]
-    model: eqx.AbstractVar[str]
-    width: eqx.AbstractVar[int]
-    in_size: eqx.AbstractVar[int]
-    out_size: eqx.AbstractVar[int]
-    split_seed: eqx.AbstractVar[int]
-    features: eqx.AbstractVar[np.ndarray]
-    labels: eqx.AbstractVar[np.ndarray]
-    initial_params: eqx.AbstractVar[np.ndarray]
-
-    def skeleton(self) -> eqx.Module:
-        """An equinox model of the right structure (its values are not the run's)."""
-        return _build(self.model, self.in_size, self.out_size, self.width, key=jax.random.key(0))
-
-    def module(self, flat: Float[Array, " d"]) -> eqx.Module:
-        """The equinox model whose arrays are `flat` (the engine's model vector), in the
-        order of `ravel_pytree` (leaves in tree order, each row-major)."""
-        shapes, static = _structure(self.model, self.in_size, self.out_size, self.width)
-        leaves, treedef = jax.tree_util.tree_flatten(shapes)
-        sizes = [int(np.prod(leaf.shape)) for leaf in leaves]
-        parts = jnp.split(flat, np.cumsum(sizes)[:-1])
-        arrays = [p.reshape(leaf.shape) for p, leaf in zip(parts, leaves, strict=True)]
-        return eqx.combine(jax.tree_util.tree_unflatten(treedef, arrays), static)
-
-    def logits(self, flat: Float[Array, " d"], x: Float[Array, " p"]) -> Float[Array, " k"]:
-        """The model's logits on one input."""
-        return self.module(flat)(x)
-
-    def loss(self, flat, x, label) -> Float[Array, ""]:
-        """One example's loss (binary or softmax cross-entropy)."""
-        return _example_loss(self.logits(flat, x), label)
-
-    def predict(self, flat: Float[Array, " d"], x: Float[Array, "n p"]) -> Int[Array, " n"]:
-        """Predicted classes of a batch of inputs."""
-        logits = jax.vmap(self.module(flat))(x)
-        if logits.shape[-1] == 1:
-            return (logits[:, 0] > 0).astype(jnp.int32)
-        return jnp.argmax(logits, -1).astype(jnp.int32)
-
-    def init_model(self) -> Float[Array, " d"]:
-        return jnp.asarray(self.initial_params)
-
-    def example_gradients(
-        self, model: Float[Array, " d"], indices: Int[Array, " k"], t: Int[Array, ""]
-    ) -> Float[Array, "k d"]:
-        x = jnp.asarray(self.features, model.dtype)[indices]
-        y = jnp.asarray(self.labels)[indices]
-        return jax.vmap(jax.grad(self.loss), in_axes=(None, 0, 0))(model, x, y)
-
-
-class AbstractCanaryExample(AbstractMechanism):
-    """A mechanism whose canary is an input-space example (`canary_x`, `canary_y`).
-
-    `canary_loss(model)` and `canary_margin(model)` read the canary's loss and margin off a
-    released model. Needed by `advsim.adversaries.CanaryLoss`.
-    """
-
-    @abc.abstractmethod
-    def canary_loss(self, model: Float[Array, " d"]) -> Float[Array, ""]:
-        """The canary's loss at `model`."""
-
-    @abc.abstractmethod
-    def canary_margin(self, model: Float[Array, " d"]) -> Float[Array, ""]:
-        """The canary's margin at `model` (its label's logit over the others')."""
 
 
 def _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd) -> tuple[dict, Dataset]:
@@ -259,7 +82,7 @@ def _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd) -> tuple[dict
     in_size = data.x_train.shape[1]
     out_size = 1 if data.num_classes == 2 else data.num_classes
     seed = check_int("model_seed", model_seed, minimum=0)
-    skeleton = _build(model, in_size, out_size, width, key=jax.random.key(seed))
+    skeleton = build_network(model, in_size, out_size, width, key=jax.random.key(seed))
     flat, _ = ravel_pytree(eqx.filter(skeleton, eqx.is_array))
     fields = dict(
         params=params, dataset=dataset, model=model, width=width, in_size=in_size,
@@ -362,11 +185,8 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
 
     def coordinate_names(self) -> list[str]:
         """A name per coordinate of the flat model, e.g. 'layers[0].weight[3,7]'."""
-        skeleton = _build(
-            self.model, self.in_size, self.out_size, self.width, key=jax.random.key(0)
-        )
         names = []
-        leaves = jax.tree_util.tree_leaves_with_path(eqx.filter(skeleton, eqx.is_array))
+        leaves = jax.tree_util.tree_leaves_with_path(eqx.filter(self.skeleton(), eqx.is_array))
         for path, leaf in leaves:
             stem = jax.tree_util.keystr(path).lstrip(".")
             names += [f"{stem}[{','.join(map(str, i))}]" for i in np.ndindex(leaf.shape)]
@@ -462,78 +282,7 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
 
     def canary_margin(self, model: Float[Array, " d"]) -> Float[Array, ""]:
         x = jnp.asarray(self.canary_x, model.dtype)
-        return _margin(self.logits(model, x), jnp.asarray(self.canary_y))
+        return example_margin(self.logits(model, x), jnp.asarray(self.canary_y))
 
 
 RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(args=_ARGS_DOC, dpsgd=_DPSGD_DOC)
-
-
-# --- training is real: test accuracy beside the audit -------------------------------------
-
-
-def heldout_accuracy(mechanism: AbstractRealModel, models: Float[Array, "... d"]) -> np.ndarray:
-    """Accuracy on the held-out split of the mechanism's dataset, per model (host float64)."""
-    if not isinstance(mechanism, AbstractRealModel):
-        raise TypeError(f"mechanism must be an AbstractRealModel, got {type(mechanism).__name__}")
-    data = load_dataset(mechanism.dataset, split_seed=mechanism.split_seed)
-    x, y = jnp.asarray(data.x_test), jnp.asarray(data.y_test)
-    flat = jnp.reshape(jnp.asarray(models), (-1, mechanism.initial_params.shape[0]))
-    acc = jax.vmap(lambda m: jnp.mean(mechanism.predict(m, x) == y))(flat)
-    return np.asarray(acc, np.float64).reshape(np.shape(models)[:-1])
-
-
-@eqx.filter_jit
-def _nonprivate_runs(mechanism, keys):
-    """Poisson-sampled SGD with the same rate and step sizes, no clipping and no noise."""
-
-    def run(key):
-        t = jnp.arange(1, mechanism.steps + 1, dtype=jnp.int32)
-        n = mechanism.features.shape[0]
-        masks = bernoulli_from_bits(key, mechanism.sampling_prob, (mechanism.steps, n))
-        if mechanism.batching == "fixed":
-            masks = jnp.ones_like(masks)
-
-        def body(m, xs):
-            t_, mask = xs
-            grads = mechanism.data_gradients(m, t_)
-            total = jnp.sum(mask.astype(m.dtype)[:, None] * grads, 0)
-            return m - jnp.asarray(mechanism.step_size(t_), m.dtype) * total, None
-
-        final, _ = jax.lax.scan(body, mechanism.init_model(), (t, masks))
-        return final
-
-    return jax.vmap(run)(keys)
-
-
-@eqx.filter_jit
-def _private_runs(mechanism, keys):
-    return jax.vmap(lambda k: run_mechanism(mechanism, False, key=k))(keys)
-
-
-def accuracy_report(mechanism: AbstractRealModel, *, runs: int = 8, seed: int = 0) -> dict:
-    """Test accuracy of models trained without the canary: private (the engine's DP-SGD)
-    and non-private (the same Poisson batches' rate and step sizes, no clipping, no noise).
-
-    Args:
-        mechanism: the run (its canary is left out: the world without it).
-        runs: models trained of each kind (>= 1).
-        seed: their keys are `fold_in(key(seed), i)` (private) and `fold_in(key(seed + 1), i)`.
-
-    Returns:
-        `{"private_mean", "private_min", "private_max", "nonprivate_mean", "nonprivate_min",
-        "nonprivate_max", "initial", "runs", "num_train", "num_test"}`.
-    """
-    runs = check_int("runs", runs, minimum=1)
-    seed = check_int("seed", seed, minimum=0)
-    keys = [jax.vmap(lambda i, s=s: jax.random.fold_in(jax.random.key(s), i))(jnp.arange(runs))
-            for s in (seed, seed + 1)]  # fmt: skip
-    private = heldout_accuracy(mechanism, _private_runs(mechanism, keys[0]))
-    plain = heldout_accuracy(mechanism, _nonprivate_runs(mechanism, keys[1]))
-    data = load_dataset(mechanism.dataset, split_seed=mechanism.split_seed)
-    return dict(
-        private_mean=float(private.mean()), private_min=float(private.min()),
-        private_max=float(private.max()), nonprivate_mean=float(plain.mean()),
-        nonprivate_min=float(plain.min()), nonprivate_max=float(plain.max()),
-        initial=float(heldout_accuracy(mechanism, mechanism.init_model())), runs=runs,
-        num_train=int(mechanism.features.shape[0]), num_test=int(data.x_test.shape[0]),
-    )  # fmt: skip

@@ -35,21 +35,20 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
+from advsim import (
     AbstractMechanism,
     AbstractProjectionLaw,
     AbstractScalarLaw,
     DPSGDOptions,
     DPSGDParams,
-    as_traced_float,
 )
-from advsim._validation import check_delta, check_nonnegative
 from advsim.bounds import (
     heuristic_epsilon,
     heuristic_epsilon_curve,
     quadratic_exact_epsilon,
     quadratic_law,
 )
+from advsim.validation import as_traced_float, check_delta, check_nonnegative
 
 __all__ = [
     "QuadraticRegularizer",

@@ -48,14 +48,15 @@ from jax.scipy.special import ndtr
 from jaxtyping import Array, Float, Int
 from scipy.stats import norm
 
-from advsim._mechanism import (
-    AbstractCoordinateLaws,
-    DPSGDOptions,
-    DPSGDParams,
-    as_traced_float,
-)
-from advsim._validation import check_delta, check_int, check_positive, check_probability
+from advsim import AbstractCoordinateLaws, DPSGDOptions, DPSGDParams
 from advsim.mechanisms.history import subsampled_gaussians_epsilon
+from advsim.validation import (
+    as_traced_float,
+    check_delta,
+    check_int,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["MaliciousRepeaters", "repeaters_epsilon"]
 

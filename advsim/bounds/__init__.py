@@ -25,6 +25,9 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `shifted_interpolation_*`: a rigorous hidden-state bound for projected full-batch DP-GD
   on a convex, Lipschitz, smooth loss (Bok, Su and Altschuler, arXiv:2403.00278), with
   its assumptions named in the result.
+- `*_curve_lower` (`LowerCurve`): trade-off curves of the heuristic, its maximum over
+  horizons, composition and GDP that are never above the exact ones, for certifying a
+  violation (`advsim.audits.certify_violation`).
 
 The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
 sampling_prob, noise_multiplier, canary_steps=n)`, or the record of the run,
@@ -46,6 +49,7 @@ from advsim.bounds._heuristic import (
     heuristic_epsilon_max_over_steps,
 )
 from advsim.bounds._landscape import (
+    ORIENTATIONS,
     hockey_stick_epsilon,
     two_step_density,
     two_step_epsilon,
@@ -66,6 +70,7 @@ from advsim.bounds._shifted_interpolation import (
     shifted_interpolation_epsilon,
 )
 from advsim.bounds._tradeoff import (
+    TRADEOFF_VDI,
     TradeoffCurve,
     composition_epsilon_from_pld,
     composition_pld,
@@ -74,29 +79,47 @@ from advsim.bounds._tradeoff import (
     gdp_tradeoff,
     linear_loss_tradeoff,
 )
+from advsim.bounds._violation_curves import (
+    CURVE_MARGIN,
+    LowerCurve,
+    composition_curve_lower,
+    gdp_curve_lower,
+    heuristic_curve_lower,
+    heuristic_max_over_steps_curve_lower,
+    horizon_canary_counts,
+)
 
 __all__ = [
+    "CURVE_MARGIN",
+    "LowerCurve",
+    "ORIENTATIONS",
     "ShiftedInterpolationBound",
+    "TRADEOFF_VDI",
     "TradeoffCurve",
     "binomial_mixture",
     "bounds_for",
     "calibrate_noise_multiplier",
     "composition_delta",
     "composition_epsilon",
+    "composition_curve_lower",
     "composition_epsilon_from_pld",
     "composition_pld",
     "composition_tradeoff",
     "composition_tradeoff_curve",
     "full_batch_epsilon",
+    "gdp_curve_lower",
     "gdp_tradeoff",
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
+    "heuristic_curve_lower",
     "heuristic_delta",
     "heuristic_epsilon",
     "heuristic_epsilon_curve",
     "heuristic_epsilon_max_over_steps",
+    "heuristic_max_over_steps_curve_lower",
     "hockey_stick_epsilon",
+    "horizon_canary_counts",
     "linear_loss_tradeoff",
     "merge_atoms",
     "mixture_delta",

@@ -48,8 +48,8 @@ __all__ = [
     "two_step_tradeoff",
 ]
 
-#: The landscape's orientations (see `advsim.mechanisms.ThresholdLandscape`).
 ORIENTATIONS = ("reinforce", "restore")
+"""The threshold landscape's orientations (see `advsim.mechanisms.ThresholdLandscape`)."""
 
 
 # ------------------------------------------------------------------ exact law at T = 2

@@ -51,6 +51,7 @@ from advsim.bounds._mixture import mixture_tradeoff
 from advsim.bounds._run import run_parameters
 
 __all__ = [
+    "TRADEOFF_VDI",
     "TradeoffCurve",
     "composition_epsilon_from_pld",
     "composition_pld",
@@ -60,8 +61,9 @@ __all__ = [
     "linear_loss_tradeoff",
 ]
 
-#: Default PLD grid spacing for trade-off curves (see the module docstring).
 TRADEOFF_VDI = 1e-3
+"""The default PLD grid spacing (value discretization interval) of the trade-off curves
+(see the module docstring)."""
 #: The epsilons at which the privacy profile is read.
 PROFILE_EPSILONS = np.round(np.arange(0.0, 40.0 + 1e-9, 0.01), 10)
 

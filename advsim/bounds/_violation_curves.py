@@ -17,7 +17,7 @@ $$\beta \ge f(\alpha) = \sup_{\varepsilon \ge 0} \max\{0,\ 1 - \delta(\varepsilo
 
 So $\beta < f(\alpha)$ at a test means exactly: the release is not
 $(\varepsilon', \delta(\varepsilon'))$-DP for some $\varepsilon' \ge 0$. That is the
-statement the issue asks a violation to carry, and it is why the curves are built from the
+statement a violation carries, and it is why the curves are built from the
 bound's privacy profile $\delta(\varepsilon)$ (the maximum of both hockey-stick directions,
 as the bound reports it) rather than from the one-orientation Neyman-Pearson curve
 `mixture_tradeoff` (which lies above this one; tests check both facts).
@@ -74,6 +74,7 @@ from advsim.bounds._mixture import _U_MIN
 from advsim.bounds._tradeoff import TradeoffCurve, composition_tradeoff_curve
 
 __all__ = [
+    "CURVE_MARGIN",
     "EPS_GRID",
     "LowerCurve",
     "composition_curve_lower",
@@ -90,7 +91,9 @@ EPS_GRID = np.unique(
 )
 _REL = 1e-6  # relative round-up of every delta
 _ABS_DELTA = 1e-300  # absolute round-up of every delta
-_CURVE_MARGIN = 1e-12  # absolute lowering of every profile curve
+CURVE_MARGIN = 1e-12
+"""The absolute lowering of every profile curve here (a code that evaluates a curve's
+`profile` itself subtracts it too, to stay below the exact curve)."""
 _DROPPED_PER_ATOM = 1e-300  # absolute round-up of the dropped mass, per atom
 #: Atoms below the mode's log-probability minus this are dropped (their exact mass m is
 #: added to every delta as (1 + e^eps) m; at eps <= 30 that is < 1e-13 (n + 1)).
@@ -207,7 +210,7 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
 
 def _profile_curve(deltas: np.ndarray, name: str) -> LowerCurve:
     profile = TradeoffCurve.from_profile(EPS_GRID, np.clip(deltas, 0.0, 1.0))
-    return LowerCurve(lambda a: profile(a) - _CURVE_MARGIN, name, profile)
+    return LowerCurve(lambda a: profile(a) - CURVE_MARGIN, name, profile)
 
 
 def _check_common(steps, sampling_prob, noise_multiplier, canary_steps):
@@ -253,7 +256,19 @@ def heuristic_curve_lower(steps, sampling_prob, noise_multiplier, *, canary_step
 
 
 def horizon_canary_counts(steps: int, canary_steps) -> np.ndarray:
-    """n_t, t = 1..T: how many of the canary steps lie in the last t steps."""
+    """n_t, t = 1..T: how many of the canary steps lie in the last t steps.
+
+    Args:
+        steps: T >= 1.
+        canary_steps: the 1-indexed steps that can carry the canary.
+
+    Returns:
+        An int64 array of length T, nondecreasing.
+
+    Example:
+        >>> horizon_canary_counts(4, [2, 4]).tolist()
+        [1, 1, 2, 2]
+    """
     steps = check_int("steps", steps, minimum=1)
     cs = np.asarray(sorted(canary_steps), dtype=np.int64)
     t = np.arange(1, steps + 1)
@@ -310,11 +325,21 @@ def heuristic_max_over_steps_curve_lower(
 def composition_curve_lower(
     steps, sampling_prob, noise_multiplier, *, canary_steps=None
 ) -> LowerCurve:
-    """`advsim.bounds.composition_tradeoff_curve` lowered by 1e-12 (module docstring)."""
+    """`advsim.bounds.composition_tradeoff_curve` lowered by 1e-12 (module docstring).
+
+    Args:
+        steps: $T \\ge 1$.
+        sampling_prob: $q \\in (0, 1]$.
+        noise_multiplier: $\\sigma > 0$.
+        canary_steps: $n \\in [1, T]$, the steps that can carry the canary (default $T$).
+
+    Returns:
+        A `LowerCurve` whose `profile` is the composition curve.
+    """
     steps, q, sigma, n = _check_common(steps, sampling_prob, noise_multiplier, canary_steps)
     curve = composition_tradeoff_curve(steps, q, sigma, canary_steps=n)
     return LowerCurve(
-        lambda a: curve(a) - _CURVE_MARGIN,
+        lambda a: curve(a) - CURVE_MARGIN,
         f"composition(T={steps}, q={q:g}, n={n}, sigma={sigma:.6g})",
         curve,
     )

@@ -1,4 +1,4 @@
-"""The keyword validators of `advsim._validation`: every bad value is named, with its range.
+"""The keyword validators of `advsim.validation`: every bad value is named, with its range.
 
 Expected messages follow STYLE.md ("sampling_prob must be in (0, 1], got 1.5"); the valid
 ranges are the ones documented in each helper's docstring.
@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from advsim._validation import (
+from advsim.validation import (
+    as_traced_float,
     check_delta,
     check_in_interval,
     check_int,
@@ -133,3 +134,31 @@ def test_check_int_accepts_integral_values(value, expected):
     out = check_int("steps", value)
     assert type(out) is int
     assert out == expected
+
+
+# --- the traced-float field -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [2, 2.0, np.float32(2.0), np.array(2.0), np.int64(2)])
+def test_as_traced_float_stores_a_0d_float64_array(value):
+    out = as_traced_float("radius", value, check_positive)
+    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == np.float64
+    assert float(out) == 2.0
+
+
+def test_as_traced_float_keeps_the_host_value_exact():
+    assert float(as_traced_float("q", 0.01, check_probability)) == 0.01  # not float32's
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        (0.0, ValueError, "radius must be in (0, inf), got 0.0"),
+        (np.array(-1.0), ValueError, "radius must be in (0, inf), got -1.0"),
+        (np.ones(2), TypeError, "radius must be a real number, got array([1., 1.])"),
+        (True, TypeError, "radius must be a real number, got True"),
+    ],
+)
+def test_as_traced_float_checks_with_the_given_validator(value, error, message):
+    with pytest.raises(error, match=_exact(message)):
+        as_traced_float("radius", value, check_positive)

@@ -15,9 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from advsim import CanarySchedule, poisson_batch_bound
-from advsim._dpsgd import run_mechanism
-from advsim.mechanisms.real_models import (
+from advsim import CanarySchedule, poisson_batch_bound, run_mechanism
+from advsim.mechanisms import (
     RealModelGradientCanary,
     RealModelInputCanary,
     accuracy_report,
@@ -169,7 +168,7 @@ def test_training_is_real():
 
 @pytest.mark.slow
 def test_sweep_by_class_path(tmp_path):
-    # The acceptance path of issue 17: a sweep config names the mechanism and adversary by
+    # A sweep config names the mechanism and adversary by
     # class path; more noise must not raise the composition bound, and every audit stays
     # below it (eps_delta assumes nothing).
     import textwrap

@@ -1,0 +1,47 @@
+"""Checks for a plug-in's constructor: the validators and the traced-float field.
+
+A mechanism, an adversary or an audit checks its arguments when it is built, so that a bad
+value fails at once and by name, never in the middle of a compiled run. The built-in
+plug-ins use these helpers, and a new one can too:
+
+- `check_int`, `check_positive`, `check_nonnegative`, `check_finite`, `check_probability`,
+  `check_delta` and `check_in_interval` return the value (as a Python int or float) or
+  raise a `ValueError` (a `TypeError` for a value of the wrong kind) whose message names
+  the parameter, the range and the value: ``"sampling_prob must be in (0, 1], got 1.5"``.
+- `as_traced_float` checks a float hyperparameter with one of them and stores it as a
+  0-d float64 array, which jit traces: a sweep over it compiles once.
+
+Example:
+    >>> import equinox as eqx
+    >>> from advsim.validation import as_traced_float, check_int, check_positive
+    >>> class Ball(eqx.Module):
+    ...     dim: int = eqx.field(static=True)  # sets shapes: static
+    ...     radius: object  # a float hyperparameter: traced
+    ...     def __init__(self, dim, radius):
+    ...         self.dim = check_int("dim", dim)
+    ...         self.radius = as_traced_float("radius", radius, check_positive)
+    >>> Ball(3, 2.0).radius
+    array(2.)
+"""
+
+from advsim._validation import (
+    as_traced_float,
+    check_delta,
+    check_finite,
+    check_in_interval,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
+
+__all__ = [
+    "as_traced_float",
+    "check_delta",
+    "check_finite",
+    "check_in_interval",
+    "check_int",
+    "check_nonnegative",
+    "check_positive",
+    "check_probability",
+]

@@ -1,0 +1,120 @@
+r"""The real-model mechanisms' networks: equinox models on a flat parameter vector.
+
+`model="logistic"` is a linear layer, `model="mlp"` one tanh hidden layer (30-32-1 on
+breast_cancer, 64-32-10 on digits). The engine's model is a flat float32 vector
+(`ravel_pytree` of the equinox model's arrays); `AbstractRealModel.module(flat)` rebuilds
+the equinox model from it (the skeleton is rebuilt from static sizes under the trace and
+only its structure is used), so runs of many models are vmapped per compiled block by
+`advsim.simulate` unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from advsim import AbstractPerExampleData
+
+__all__ = ["MODELS", "AbstractRealModel", "build_network", "example_loss", "example_margin"]
+
+MODELS = ("logistic", "mlp")
+
+
+def build_network(model: str, in_size: int, out_size: int, width: int, *, key: PRNGKeyArray):
+    """The equinox network `model` ("logistic" or "mlp") with initial parameters from `key`."""
+    if model == "logistic":
+        return eqx.nn.Linear(in_size, out_size, key=key)
+    return eqx.nn.MLP(in_size, out_size, width, depth=1, activation=jnp.tanh, key=key)
+
+
+@functools.lru_cache(maxsize=32)
+def _structure(model: str, in_size: int, out_size: int, width: int):
+    """The model's array shapes and its non-array part, without building it (no init ops
+    under the engine's trace)."""
+    shaped = eqx.filter_eval_shape(
+        lambda: build_network(model, in_size, out_size, width, key=jax.random.key(0))
+    )
+    is_shape = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+    return eqx.partition(shaped, is_shape, is_leaf=is_shape)
+
+
+def example_loss(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[Array, ""]:
+    """Binary cross-entropy on one logit (k = 1), softmax cross-entropy otherwise."""
+    if logits.shape[-1] == 1:
+        z, y = logits[0], label.astype(logits.dtype)
+        return jax.nn.softplus(z) - y * z
+    return -jax.nn.log_softmax(logits)[label]
+
+
+def example_margin(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[Array, ""]:
+    """How strongly the model predicts `label`: the signed logit (binary), else the
+    label's logit minus the largest other logit."""
+    if logits.shape[-1] == 1:
+        return jnp.where(label == 1, logits[0], -logits[0])
+    others = jnp.where(jnp.arange(logits.shape[-1]) == label, -jnp.inf, logits)
+    return logits[label] - jnp.max(others)
+
+
+class AbstractRealModel(AbstractPerExampleData):
+    """Shared machinery: an equinox model on a bundled dataset, examples sampled one by one.
+
+    Concrete classes declare the fields below and their canary; this base supplies the
+    model (`module`, `logits`, `loss`), the per-example gradients the engine samples
+    (`example_gradients`), and `init_model`.
+    """
+
+    dataset: eqx.AbstractVar[str]
+    model: eqx.AbstractVar[str]
+    width: eqx.AbstractVar[int]
+    in_size: eqx.AbstractVar[int]
+    out_size: eqx.AbstractVar[int]
+    split_seed: eqx.AbstractVar[int]
+    features: eqx.AbstractVar[np.ndarray]
+    labels: eqx.AbstractVar[np.ndarray]
+    initial_params: eqx.AbstractVar[np.ndarray]
+
+    def skeleton(self) -> eqx.Module:
+        """An equinox model of the right structure (its values are not the run's)."""
+        return build_network(
+            self.model, self.in_size, self.out_size, self.width, key=jax.random.key(0)
+        )
+
+    def module(self, flat: Float[Array, " d"]) -> eqx.Module:
+        """The equinox model whose arrays are `flat` (the engine's model vector), in the
+        order of `ravel_pytree` (leaves in tree order, each row-major)."""
+        shapes, static = _structure(self.model, self.in_size, self.out_size, self.width)
+        leaves, treedef = jax.tree_util.tree_flatten(shapes)
+        sizes = [int(np.prod(leaf.shape)) for leaf in leaves]
+        parts = jnp.split(flat, np.cumsum(sizes)[:-1])
+        arrays = [p.reshape(leaf.shape) for p, leaf in zip(parts, leaves, strict=True)]
+        return eqx.combine(jax.tree_util.tree_unflatten(treedef, arrays), static)
+
+    def logits(self, flat: Float[Array, " d"], x: Float[Array, " p"]) -> Float[Array, " k"]:
+        """The model's logits on one input."""
+        return self.module(flat)(x)
+
+    def loss(self, flat, x, label) -> Float[Array, ""]:
+        """One example's loss (binary or softmax cross-entropy)."""
+        return example_loss(self.logits(flat, x), label)
+
+    def predict(self, flat: Float[Array, " d"], x: Float[Array, "n p"]) -> Int[Array, " n"]:
+        """Predicted classes of a batch of inputs."""
+        logits = jax.vmap(self.module(flat))(x)
+        if logits.shape[-1] == 1:
+            return (logits[:, 0] > 0).astype(jnp.int32)
+        return jnp.argmax(logits, -1).astype(jnp.int32)
+
+    def init_model(self) -> Float[Array, " d"]:
+        return jnp.asarray(self.initial_params)
+
+    def example_gradients(
+        self, model: Float[Array, " d"], indices: Int[Array, " k"], t: Int[Array, ""]
+    ) -> Float[Array, "k d"]:
+        x = jnp.asarray(self.features, model.dtype)[indices]
+        y = jnp.asarray(self.labels)[indices]
+        return jax.vmap(jax.grad(self.loss), in_axes=(None, 0, 0))(model, x, y)
