@@ -22,9 +22,8 @@ independent fallback draw would put the mass of the tails back on every atom (a 
 at total variation $\Pr[X \notin W]$ from the binomial), not on the tails.
 
 `RoundedNormalBinomial` ($\mathrm{round}(nq + \sqrt{nq(1-q)}\,Z)$) is an approximation
-(total variation about $1.2 \cdot 10^{-5}$ at $n = 10^{10}$, $q = 0.01$, issue 14's
-figure): the engine uses
-it only when asked by name (`simulate(..., binomial="normal_approx")`), never by default.
+(total variation about $1.2 \cdot 10^{-5}$ at $n = 10^{10}$, $q = 0.01$): the engine uses it
+only when asked by name (`simulate(..., binomial="normal_approx")`), never by default.
 """
 
 from __future__ import annotations

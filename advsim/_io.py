@@ -79,11 +79,6 @@ def _fmt(value):
     return value
 
 
-#: Written into the built package by `setup.py` (the commit of the tree it was built from);
-#: absent in a source checkout, where git answers instead.
-_BUILD_INFO = "_build_info"
-
-
 def _run_git(here: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=True

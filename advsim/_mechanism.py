@@ -6,13 +6,19 @@ example's gradient to norm `clip_norm`, samples the batch, adds Gaussian noise a
 the regularizer's gradient unclipped. So a user-written mechanism cannot break the privacy
 guarantee by accident, and `mechanism.accounting()` is always the right record to bound it
 with.
+
+Here: `AbstractMechanism` and the capability bases an adversary checks with `isinstance`.
+The hyperparameter record every mechanism holds (`DPSGDParams`, `DPSGDOptions`) lives in
+`advsim._records`, the canary's schedule (`CanarySchedule`) in `advsim._schedule`, and
+`as_traced_float` in `advsim._validation`; they are importable from here too, beside the
+bases that use them.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from typing import ClassVar, Literal, TypedDict
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -20,9 +26,12 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from advsim._accounting import Accounting
-from advsim._validation import check_int, check_positive, check_probability
+from advsim._records import DPSGDOptions, DPSGDParams
+from advsim._schedule import CanarySchedule
+from advsim._validation import as_traced_float, check_int, check_positive, check_probability
 
 __all__ = [
+    "AbstractCanaryExample",
     "AbstractCoordinateLaws",
     "AbstractDirectedCanary",
     "AbstractMechanism",
@@ -39,209 +48,6 @@ __all__ = [
     "as_traced_float",
     "poisson_batch_bound",
 ]
-
-
-def as_traced_float(name: str, value, check) -> np.ndarray:
-    """Validates a scalar hyperparameter and stores it as a 0-d float64 numpy array.
-
-    Arrays are traced by `eqx.filter_jit`, so a sweep over this value reuses one compiled
-    function; float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
-    """
-    if isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0:
-        value = value.item()  # a 0-d array is a scalar; anything else is checked as given
-    return np.asarray(check(name, value), dtype=np.float64)
-
-
-class CanarySchedule(eqx.Module):
-    """Which steps can carry the canary, and whether it is Poisson-sampled there.
-
-    The canary can be present at steps `first, first + period, first + 2 period, ...` up
-    to `last` (default: the last step), 1-indexed as in the papers. At those steps it is in
-    the batch with probability `sampling_prob` when `sampled` is True (DP-SGD with Poisson
-    sampling), or always when False (a crafted gradient inserted deterministically, or a
-    fixed batch).
-
-    Example:
-        >>> CanarySchedule.every_step().steps(5)
-        (1, 2, 3, 4, 5)
-        >>> CanarySchedule.every(3).steps(10)
-        (1, 4, 7, 10)
-        >>> CanarySchedule.only(1, sampled=False).steps(10)
-        (1,)
-    """
-
-    period: int = eqx.field(static=True, default=1)
-    first: int = eqx.field(static=True, default=1)
-    last: int | None = eqx.field(static=True, default=None)
-    sampled: bool = eqx.field(static=True, default=True)
-
-    def __check_init__(self):
-        if not isinstance(self.sampled, bool):
-            raise TypeError(f"sampled must be True or False, got {self.sampled!r}")
-        check_int("period", self.period, minimum=1)
-        check_int("first", self.first, minimum=1)
-        if self.last is not None:
-            check_int("last", self.last, minimum=self.first)
-
-    @classmethod
-    def every_step(cls, *, sampled: bool = True) -> CanarySchedule:
-        """The canary can be in every step (standard DP-SGD)."""
-        return cls(period=1, first=1, last=None, sampled=sampled)
-
-    @classmethod
-    def every(cls, period: int, *, first: int = 1, sampled: bool = True) -> CanarySchedule:
-        """Steps `first, first + period, ...` (e.g. a gradient canary every k-th step)."""
-        return cls(period=period, first=first, last=None, sampled=sampled)
-
-    @classmethod
-    def only(cls, step: int, *, sampled: bool = True) -> CanarySchedule:
-        """A single step, e.g. `only(1)` for a canary used at step 1 only."""
-        return cls(period=1, first=step, last=step, sampled=sampled)
-
-    @classmethod
-    def parse(cls, text: str, *, sampled: bool = True) -> CanarySchedule:
-        """The schedule a config writes as a string.
-
-        Forms: `"every_step"`; `"every:K"` (steps 1, 1 + K, ...); `"every:K@F"` (steps F,
-        F + K, ..., e.g. `"every:3@3"` for a gradient canary at steps 3, 6, ...);
-        `"only:S"` (step S only).
-
-        Example:
-            >>> CanarySchedule.parse("every:3@3", sampled=False).steps(10)
-            (3, 6, 9)
-
-        Raises:
-            ValueError: naming the text and the valid forms.
-        """
-        text = str(text).strip()
-        kind, _, arg = text.partition(":")
-        period, _, first = arg.partition("@")
-        numbers = [period] + ([first] if first else [])
-        try:
-            if text == "every_step":
-                return cls.every_step(sampled=sampled)
-            if all(n.strip().isdigit() for n in numbers):
-                if kind == "every":
-                    return cls.every(int(period), first=int(first or 1), sampled=sampled)
-                if kind == "only" and not first:
-                    return cls.only(int(period), sampled=sampled)
-        except ValueError as err:
-            raise ValueError(f"canary_schedule {text!r}: {err}") from None
-        raise ValueError(
-            "canary_schedule must be 'every_step', 'every:K' (steps 1, 1+K, ...), 'every:K@F' "
-            f"(steps F, F+K, ...) or 'only:S' (step S only), got {text!r}"
-        )
-
-    def steps(self, num_steps: int) -> tuple[int, ...]:
-        """The 1-indexed steps in `[1, num_steps]` that can carry the canary."""
-        last = num_steps if self.last is None else min(self.last, num_steps)
-        return tuple(range(self.first, last + 1, self.period))
-
-    def mask(self, t: Int[Array, ...]) -> Bool[Array, ...]:
-        """Jittable membership test for 1-indexed steps `t`."""
-        ok = (t >= self.first) & ((t - self.first) % self.period == 0)
-        if self.last is not None:
-            ok = ok & (t <= self.last)
-        return ok
-
-
-class DPSGDOptions(TypedDict, total=False):
-    """The keyword hyperparameters of `DPSGDParams`, as a mechanism forwards them.
-
-    A mechanism whose run may use any of them takes `**dpsgd: Unpack[DPSGDOptions]` after
-    its own keywords and builds `DPSGDParams(steps, sampling_prob, noise_multiplier,
-    **dpsgd)`, so the four are spelled, defaulted and checked in one place. Sweep configs
-    and `advsim.sweep.resolve` read these keys off the annotation, so an unknown key is
-    still refused by name before anything runs.
-
-    Keys:
-        clip_norm: C > 0 (default 1.0).
-        learning_rate: eta > 0 (default 1.0).
-        canary_schedule: a `CanarySchedule` or its string form (default: every step,
-            Poisson-sampled, unless the mechanism says otherwise).
-        batching: "poisson" (default) or "fixed".
-    """
-
-    clip_norm: float
-    learning_rate: float
-    canary_schedule: CanarySchedule | str | None
-    batching: Literal["poisson", "fixed"]
-
-
-class DPSGDParams(eqx.Module):
-    """The hyperparameters every DP-SGD mechanism shares, checked once.
-
-    Every mechanism holds one as `params` (and reads it through the properties of
-    `AbstractMechanism`: `mech.steps`, `mech.noise_multiplier`, ...), so the checks and the
-    normalisation live here alone. The scalars are stored as 0-d float64 numpy arrays: they
-    are traced by `eqx.filter_jit` (a sweep over sigma or q reuses one compiled function,
-    e.g. through `eqx.tree_at(lambda m: m.params.noise_multiplier, mech, sigma)`), and
-    float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
-
-    Args:
-        steps: T >= 1 (static: it sets the scan length).
-        sampling_prob: q in (0, 1].
-        noise_multiplier: sigma > 0.
-        clip_norm: C > 0.
-        learning_rate: eta > 0.
-        canary_schedule: a `CanarySchedule` (default: every step, Poisson-sampled), or its
-            string form (`CanarySchedule.parse`).
-        batching: "poisson" (default) or "fixed".
-
-    Raises:
-        ValueError: a value outside its range (the message names it and the range).
-        TypeError: a canary_schedule that is neither a `CanarySchedule` nor a string.
-
-    Example:
-        >>> params = DPSGDParams(steps=100, sampling_prob=0.01, noise_multiplier=1.0)
-        >>> params.steps, float(params.sampling_prob), params.canary_schedule.steps(3)
-        (100, 0.01, (1, 2, 3))
-    """
-
-    steps: int = eqx.field(static=True)
-    sampling_prob: np.ndarray
-    noise_multiplier: np.ndarray
-    clip_norm: np.ndarray
-    learning_rate: np.ndarray
-    canary_schedule: CanarySchedule
-    batching: Literal["poisson", "fixed"] = eqx.field(static=True)
-
-    def __init__(
-        self,
-        steps: int,
-        sampling_prob: float,
-        noise_multiplier: float,
-        *,
-        clip_norm: float = 1.0,
-        learning_rate: float = 1.0,
-        canary_schedule: CanarySchedule | str | None = None,
-        batching: Literal["poisson", "fixed"] = "poisson",
-    ):
-        self.steps = check_int("steps", steps, minimum=1)
-        self.sampling_prob = as_traced_float("sampling_prob", sampling_prob, check_probability)
-        self.noise_multiplier = as_traced_float(
-            "noise_multiplier", noise_multiplier, check_positive
-        )
-        self.clip_norm = as_traced_float("clip_norm", clip_norm, check_positive)
-        self.learning_rate = as_traced_float("learning_rate", learning_rate, check_positive)
-        if canary_schedule is None:
-            canary_schedule = CanarySchedule()
-        elif isinstance(canary_schedule, str):
-            canary_schedule = CanarySchedule.parse(canary_schedule)
-        elif not isinstance(canary_schedule, CanarySchedule):
-            raise TypeError(
-                "canary_schedule must be a CanarySchedule or its string form, got "
-                f"{type(canary_schedule).__name__}"
-            )
-        self.canary_schedule = canary_schedule
-        if batching not in ("poisson", "fixed"):
-            raise ValueError(f"batching must be 'poisson' or 'fixed', got {batching!r}")
-        self.batching = batching
-
-    @property
-    def canary_sampled(self) -> bool:
-        """Whether the canary is Poisson-sampled at its steps (else always present there)."""
-        return self.canary_schedule.sampled and self.batching == "poisson"
 
 
 class AbstractMechanism(eqx.Module):
@@ -541,6 +347,22 @@ class AbstractDirectedCanary(AbstractMechanism):
     @abc.abstractmethod
     def with_direction(self, direction) -> AbstractDirectedCanary:
         """The same mechanism with its canary along `direction`."""
+
+
+class AbstractCanaryExample(AbstractMechanism):
+    """A mechanism whose canary is an input-space example (`canary_x`, `canary_y`).
+
+    `canary_loss(model)` and `canary_margin(model)` read the canary's loss and margin off a
+    released model. Needed by `advsim.adversaries.CanaryLoss`.
+    """
+
+    @abc.abstractmethod
+    def canary_loss(self, model: Float[Array, " d"]) -> Float[Array, ""]:
+        """The canary's loss at `model`."""
+
+    @abc.abstractmethod
+    def canary_margin(self, model: Float[Array, " d"]) -> Float[Array, ""]:
+        """The canary's margin at `model` (its label's logit over the others')."""
 
 
 class AbstractThresholdLandscape(AbstractMechanism):

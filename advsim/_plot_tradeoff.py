@@ -1,6 +1,6 @@
 """Trade-off figures of Annamalai (2024, "It's Our Loss"): Figures 1 and 2.
 
-Re-exported by `advsim.plotting`, whose style (`_style`, `save_figure`) they share.
+Re-exported by `advsim.plotting`; the style they share is `advsim._plot_style`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advsim.plotting import _has, _number, _style, save_figure
+from advsim._plot_style import as_number, has_column, save_figure, styled_pyplot
 
 __all__ = ["plot_eps_emp_vs_eps", "plot_tradeoff_panels"]
 
@@ -19,7 +19,7 @@ def _panel_axes(panels: Sequence[Mapping], width: float):
     """`(pyplot, figure, axes)`: one 3-inch-high panel of `width` inches per panel."""
     if len(panels) == 0:
         raise ValueError("panels must not be empty")
-    plt = _style()
+    plt = styled_pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.0), squeeze=False)
     return plt, fig, axes[0]
 
@@ -83,35 +83,35 @@ def plot_eps_emp_vs_eps(
     """
     plt, fig, axes = _panel_axes(panels, width=3.2)
     for ax, panel in zip(axes, panels, strict=True):
-        rows = sorted(panel["rows"], key=lambda r: _number(r["eps"]))
-        eps = np.array([_number(r["eps"]) for r in rows])
+        rows = sorted(panel["rows"], key=lambda r: as_number(r["eps"]))
+        eps = np.array([as_number(r["eps"]) for r in rows])
         top = 1.08 * max(
             [eps.max()]
-            + [_number(r.get("eps_point_mean")) + 2 * _number(r.get("eps_point_sd", 0.0))
+            + [as_number(r.get("eps_point_mean")) + 2 * as_number(r.get("eps_point_sd", 0.0))
                for r in rows]
         )
         ax.plot([0, top], [0, top], color="0.0", linestyle="-", linewidth=0.8,
                 label=r"$\varepsilon_{emp} = \varepsilon$ (composition)")
-        if _has(rows, "heuristic"):
-            ax.plot(eps, [_number(r.get("heuristic")) for r in rows], color="0.35",
+        if has_column(rows, "heuristic"):
+            ax.plot(eps, [as_number(r.get("heuristic")) for r in rows], color="0.35",
                     linestyle="--", marker=".", label="linear-loss heuristic")
         ax.errorbar(
             eps,
-            [_number(r["eps_point_mean"]) for r in rows],
-            yerr=[2 * _number(r.get("eps_point_sd", 0.0)) for r in rows],
+            [as_number(r["eps_point_mean"]) for r in rows],
+            yerr=[2 * as_number(r.get("eps_point_sd", 0.0)) for r in rows],
             linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
             capsize=3, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)",
         )
-        if _has(rows, "eps_held_out_mean"):
+        if has_column(rows, "eps_held_out_mean"):
             ax.errorbar(
                 eps + 0.012 * top,
-                [_number(r["eps_held_out_mean"]) for r in rows],
-                yerr=[2 * _number(r.get("eps_held_out_sd", 0.0)) for r in rows],
+                [as_number(r["eps_held_out_mean"]) for r in rows],
+                yerr=[2 * as_number(r.get("eps_held_out_sd", 0.0)) for r in rows],
                 linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
                 capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
             )
-        if _has(rows, "eps_lower_mean"):
-            ax.plot(eps, [_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
+        if has_column(rows, "eps_lower_mean"):
+            ax.plot(eps, [as_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
                     marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)")
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)

@@ -372,6 +372,60 @@ def run_audit(
     # The bounds first: parameters out of their reach fail before a long simulation.
     with _stopwatch() as bounds_clock:
         bounds = bounds_for(accounting, delta)
+    result, sim_clock, audit_clock = _simulate_and_audit(
+        mechanism,
+        adversary,
+        accounting,
+        trials=trials,
+        seed=seed,
+        method=method,
+        delta=delta,
+        confidence=confidence,
+        threshold_selection=threshold_selection,
+        strategy_options=strategy_options,
+        chunk_size=chunk_size,
+        progress=progress,
+    )
+    exact_cols, exact_time = _timed_exact_columns(
+        crafted, delta, exact=exact, refinements=exact_refinements, progress=progress
+    )
+    return AuditRecord(
+        mechanism=type(crafted).__name__,
+        adversary=type(adversary).__name__,
+        method=method,
+        steps=accounting.steps,
+        sampling_prob=accounting.sampling_prob,
+        noise_multiplier=accounting.noise_multiplier,
+        num_canary_steps=accounting.num_canary_steps,
+        delta=delta,
+        confidence=confidence,
+        threshold_selection=threshold_selection,
+        trials=trials,
+        seed=seed,
+        **_result_columns(result, bounds),
+        **_time_columns(start, sim_clock, audit_clock, bounds_clock),
+        **exact_cols,
+        exact_time_s=exact_time,
+    )
+
+
+def _simulate_and_audit(
+    mechanism: AbstractMechanism,
+    adversary: AbstractAdversary,
+    accounting,
+    *,
+    trials: int,
+    seed: int,
+    method: str,
+    delta: float,
+    confidence: float,
+    threshold_selection: str,
+    strategy_options: Mapping[str, Any] | None,
+    chunk_size: int | None,
+    progress: bool | None,
+) -> tuple[Any, dict, dict]:
+    """`run_audit`'s simulation and audit: `(the audit's result, the simulation's
+    stopwatch, the audit's stopwatch)`."""
     with _stopwatch() as sim_clock:
         scores = simulate(
             mechanism,
@@ -392,32 +446,30 @@ def run_audit(
             seed=seed,
             **(strategy_options or {}),
         )
-    exact_cols = dict.fromkeys(EXACT_COLUMNS)
-    exact_time = 0.0
-    if exact:
-        with _stopwatch() as exact_clock:
-            exact_cols = exact_columns(
-                crafted,
-                delta,
-                refinements=exact_refinements,
-                progress=False if progress is False else None,
-            )
-        exact_time = exact_clock["wall"]
-    clocks = (sim_clock, audit_clock, bounds_clock)
+    return result, sim_clock, audit_clock
+
+
+def _timed_exact_columns(
+    crafted: AbstractMechanism, delta: float, *, exact: bool, refinements: int, progress
+) -> tuple[dict, float]:
+    """`(the EXACT_COLUMNS, seconds they took)`: `exact_columns` of the crafted mechanism
+    with `exact`, else empty columns and 0 s."""
+    if not exact:
+        return dict.fromkeys(EXACT_COLUMNS), 0.0
+    with _stopwatch() as exact_clock:
+        exact_cols = exact_columns(
+            crafted,
+            delta,
+            refinements=refinements,
+            progress=False if progress is False else None,
+        )
+    return exact_cols, exact_clock["wall"]
+
+
+def _result_columns(result, bounds: Mapping) -> dict:
+    """A record's result columns: the audit's `result` and the `bounds`."""
     composition = float(bounds["composition"])
-    return AuditRecord(
-        mechanism=type(crafted).__name__,
-        adversary=type(adversary).__name__,
-        method=method,
-        steps=accounting.steps,
-        sampling_prob=accounting.sampling_prob,
-        noise_multiplier=accounting.noise_multiplier,
-        num_canary_steps=accounting.num_canary_steps,
-        delta=delta,
-        confidence=confidence,
-        threshold_selection=threshold_selection,
-        trials=trials,
-        seed=seed,
+    return dict(
         eps_lower=result.eps_lower,
         eps_point=result.eps_point,
         heuristic=float(bounds["heuristic"]),
@@ -434,13 +486,19 @@ def run_audit(
         threshold=float(result.threshold),
         fpr=float(result.fpr),
         fnr=float(result.fnr),
+    )
+
+
+def _time_columns(start: float, sim_clock: dict, audit_clock: dict, bounds_clock: dict) -> dict:
+    """A record's time columns (but the exact one): the wall time since `start` and the
+    stopwatches' parts, each without the compilation inside it, which has its own."""
+    clocks = (sim_clock, audit_clock, bounds_clock)
+    return dict(
         wall_time_s=time.perf_counter() - start,
         compile_time_s=sum(c["compile"] for c in clocks),
         simulate_time_s=sim_clock["wall"] - sim_clock["compile"],
         audit_time_s=audit_clock["wall"] - audit_clock["compile"],
         bounds_time_s=bounds_clock["wall"] - bounds_clock["compile"],
-        **exact_cols,
-        exact_time_s=exact_time,
     )
 
 

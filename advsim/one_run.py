@@ -31,9 +31,7 @@ from advsim._simulate import as_key
 from advsim._validation import check_int
 from advsim.audits import one_run_audit
 
-# AbstractMultiCanary is an engine capability (advsim._mechanism); re-exported here, where
-# it was first defined, so that `from advsim.one_run import AbstractMultiCanary` still works.
-__all__ = ["AbstractMultiCanary", "OneRunScores", "simulate_one_run"]
+__all__ = ["OneRunScores", "simulate_one_run"]
 
 #: Bound on the float32 entries the vectorised repetitions of one batch may hold at once
 #: (the engine's per-step gradient table is (m, d) per run).

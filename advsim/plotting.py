@@ -23,7 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from advsim._io import atomic_path
+from advsim._plot_style import (
+    as_number,
+    has_column,
+    save_figure,
+    styled_pyplot,
+    symbol,
+    tex_number,
+)
+from advsim._plot_tradeoff import plot_eps_emp_vs_eps, plot_tradeoff_panels
 from advsim.experiment import record_columns
 
 __all__ = [
@@ -61,18 +69,9 @@ LABELS = {
 }
 
 
-def _tex_number(x: float) -> str:
-    """1e-06 -> 10^{-6}, 2e-05 -> 2\\times 10^{-5}, 0.05 -> 0.05 (for mathtext)."""
-    if x == 0 or 1e-3 <= abs(x) < 1e4:
-        return f"{x:g}"
-    mant, exp = f"{x:.2e}".split("e")
-    mant = mant.rstrip("0").rstrip(".")
-    return f"10^{{{int(exp)}}}" if mant == "1" else rf"{mant}\times 10^{{{int(exp)}}}"
-
-
 def _delta_text(rows: Sequence[Mapping]) -> str | None:
-    delta = _number(rows[0].get("delta")) if rows else math.nan
-    return rf"$\delta={_tex_number(delta)}$" if np.isfinite(delta) else None
+    delta = as_number(rows[0].get("delta")) if rows else math.nan
+    return rf"$\delta={tex_number(delta)}$" if np.isfinite(delta) else None
 
 
 def _label(key: str) -> str:
@@ -88,73 +87,19 @@ _RATIO_LABELS = {
 }
 
 
-def _short(key: str) -> str:
-    """A parameter's symbol, for titles and short labels."""
-    return {"steps": "$T$", "sampling_prob": "$q$", "noise_multiplier": r"$\sigma$",
-            "delta": r"$\delta$", "clip_norm": "$C$", "learning_rate": r"$\eta$"}.get(key, key)
-
-
 def _ratio_label(key: str) -> str:
     return _RATIO_LABELS.get(key, _label(key))
 
 
-def _style():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "font.size": 9,
-            "axes.labelsize": 9,
-            "legend.fontsize": 8,
-            "lines.linewidth": 1.4,
-            "savefig.dpi": 200,
-            "figure.constrained_layout.use": True,
-        }
-    )
-    return plt
-
-
-def save_figure(fig, path_stem: str | Path) -> list[Path]:
-    """Saves `fig` as `<stem>.png` and `<stem>.pdf`, each written atomically, and closes it."""
-    paths = []
-    for ext in ("png", "pdf"):
-        path = Path(f"{path_stem}.{ext}")
-        with atomic_path(path) as tmp:
-            # Tight: long labels (colour bars, the marks' note) are never cut off.
-            fig.savefig(tmp, format=ext, bbox_inches="tight", pad_inches=0.03)
-        paths.append(path)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return paths
-
-
-def _number(value) -> float:
-    """A table value as a float (CSV cells are strings; '' and None are missing)."""
-    if value is None or value == "":
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _has(rows: Sequence[Mapping], key: str) -> bool:
-    return any(np.isfinite(_number(r.get(key))) for r in rows)
-
-
 def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) -> None:
-    rows = sorted(rows, key=lambda r: _number(r[x]))
-    xs = np.array([_number(r[x]) for r in rows])
+    rows = sorted(rows, key=lambda r: as_number(r[x]))
+    xs = np.array([as_number(r[x]) for r in rows])
     for key, style in BOUND_STYLES.items():
-        if _has(rows, key):
-            ax.plot(xs, [_number(r.get(key)) for r in rows], **style)
-    if _has(rows, "eps_point"):
+        if has_column(rows, key):
+            ax.plot(xs, [as_number(r.get(key)) for r in rows], **style)
+    if has_column(rows, "eps_point"):
         above = np.array([_mark(r, "eps_point") == "!" for r in rows])
-        pts = np.array([_number(r.get("eps_point")) for r in rows])
+        pts = np.array([as_number(r.get("eps_point")) for r in rows])
         ax.plot(
             xs[~above], pts[~above], linestyle="none", marker="o",
             mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)",
@@ -164,8 +109,8 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
                 xs[above], pts[above], linestyle="none", marker="o", mfc="white", mec="0.6",
                 ms=4.5, label="point estimate above composition (outside the possible range)",
             )
-    if _has(rows, "eps_lower"):
-        lows = np.array([_number(r.get("eps_lower")) for r in rows])
+    if has_column(rows, "eps_lower"):
+        lows = np.array([as_number(r.get("eps_lower")) for r in rows])
         guarantees = sorted({str(r.get("guarantee")) for r in rows if r.get("guarantee")})
         label = "empirical (lower bound)"
         if guarantees and guarantees != ["rigorous"]:
@@ -209,7 +154,7 @@ def plot_eps_vs_steps(
     Returns:
         The written paths.
     """
-    plt = _style()
+    plt = styled_pyplot()
     fig, ax = plt.subplots(figsize=(3.6, 2.7))
     _draw_curves(ax, rows, x)
     if title:
@@ -239,7 +184,7 @@ def plot_eps_vs_steps_panels(
     """
     if not panels:
         raise ValueError("panels must not be empty")
-    plt = _style()
+    plt = styled_pyplot()
     n = len(panels)
     ncols = ncols or min(n, 4)
     nrows = math.ceil(n / ncols)
@@ -272,7 +217,7 @@ def _axis_values(rows: Sequence[Mapping], key: str) -> list:
         v = r.get(key)
         if v not in values:
             values.append(v)
-    nums = [_number(v) for v in values]
+    nums = [as_number(v) for v in values]
     if all(np.isfinite(nums)):
         order = np.argsort(nums, kind="stable")
         return [values[i] for i in order]
@@ -280,7 +225,7 @@ def _axis_values(rows: Sequence[Mapping], key: str) -> list:
 
 
 def _tick(value) -> str:
-    x = _number(value)
+    x = as_number(value)
     return f"{x:g}" if np.isfinite(x) else str(value)
 
 
@@ -457,8 +402,8 @@ def plot_heatmap(
         >>> rows = [dict(q=q, s=s, eps=q / s) for q in (0.1, 0.2) for s in (1, 2)]
         >>> paths = plot_heatmap(rows, "q", "s", "eps", "/tmp/advsim-doctest-heatmap")
     """
-    plt = _style()
-    xs, ys, mat = _pivot(rows, x, y, lambda r: _number(r.get(value)))
+    plt = styled_pyplot()
+    xs, ys, mat = _pivot(rows, x, y, lambda r: as_number(r.get(value)))
     if colorbar_label is None:
         colorbar_label = _label(value)
         delta = _delta_text(rows)
@@ -515,7 +460,7 @@ def plot_ratio_heatmap(
         raise ValueError("give exactly one of denominator and baseline")
     if denominator is not None:
         def ratio(r):
-            return _number(r.get(numerator)) / _number(r.get(denominator))
+            return as_number(r.get(numerator)) / as_number(r.get(denominator))
 
         label = f"{_ratio_label(numerator)} / {_ratio_label(denominator)}"
     else:
@@ -529,18 +474,18 @@ def plot_ratio_heatmap(
             return tuple(repr(r.get(k)) for k in others)
 
         base = {
-            key_of(r): _number(r.get(numerator))
+            key_of(r): as_number(r.get(numerator))
             for r in rows
-            if _number(r.get(bkey)) == _number(bval) or r.get(bkey) == bval
+            if as_number(r.get(bkey)) == as_number(bval) or r.get(bkey) == bval
         }
         if not base:
             raise ValueError(f"no row has {bkey} = {bval!r} to divide by")
 
         def ratio(r):
-            return _number(r.get(numerator)) / base.get(key_of(r), math.nan)
+            return as_number(r.get(numerator)) / base.get(key_of(r), math.nan)
 
-        label = f"{_ratio_label(numerator)} / its value at {_short(bkey)} = {_tick(bval)}"
-    plt = _style()
+        label = f"{_ratio_label(numerator)} / its value at {symbol(bkey)} = {_tick(bval)}"
+    plt = styled_pyplot()
     with np.errstate(divide="ignore", invalid="ignore"):
         xs, ys, mat = _pivot(rows, x, y, ratio)
     mat[~np.isfinite(mat)] = np.nan
@@ -552,8 +497,3 @@ def plot_ratio_heatmap(
     if title:
         ax.set_title(title, fontsize=8)
     return save_figure(fig, path_stem)
-
-
-# The trade-off figures (Annamalai 2024, Figures 1-2) live in their own module; they share
-# this module's style and are re-exported here.
-from advsim._plot_tradeoff import plot_eps_emp_vs_eps, plot_tradeoff_panels  # noqa: E402

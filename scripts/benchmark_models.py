@@ -1,4 +1,4 @@
-"""Speed of the real-model mechanisms (issue 17, point 6).
+"""Speed of the real-model mechanisms, in models trained per second.
 
 For logistic regression (30 -> 1, d = 31) and the MLP (30-32-1, d = 1025) on breast_cancer
 (n = 427 training examples), T = 100 steps, Poisson rate q = 64/427 (batches of about 64),
@@ -8,9 +8,8 @@ same shapes warms it), prints in one run:
 1. models trained per second by `advsim.simulate` on both engine paths: "gathered" (the
    default: per-example gradients of the sampled examples only, gathered into blocks of
    B_max = `poisson_batch_bound(427, q)` = 112) and "all n" (`max_batch_size=427`: all 427
-   per-example gradients every step, weighted by the memberships: the engine before the
-   gathered path); wall-clock and CPU (process time summed over the cores) rates, since
-   other processes may share the machine;
+   per-example gradients every step, weighted by the memberships); wall-clock and CPU
+   (process time summed over the cores) rates, since other processes may share the machine;
 2. what a sampled batch larger than B_max costs: the gathered path with B_max = 16 (4 to 6
    blocks every step) against the default, and the largest difference of 64 final models
    from the all-n path on the same keys (same memberships, so only the order of float32

@@ -1,19 +1,18 @@
-"""Benchmark of the engine's sampling (issue 14 points 4 and 5), as ratios measured in one run.
+"""Benchmark of the engine's sampling (binomial draws and noise), as ratios measured in one run.
 
 Prints:
   1. ns per draw of Binomial(10^10, q) by the exact inverse-CDF table (`advsim._binomial`)
      and by `jax.random.binomial`, and their ratio;
   2. the time of Annamalai's Figure 2 simulation at q = 0.01, T = 1024 (the
      likelihood-encoding loss, sigma calibrated to --epsilon at delta = 1e-5 as in
-     `advsim/figures/defs/its_our_loss_figure2.toml`) through `advsim.simulate` with the
-     old path (`binomial="jax"`) and the new (`binomial="table"`), and the speed-up
+     `advsim/figures/defs/its_our_loss_figure2.toml`) through `advsim.simulate` with
+     `binomial="jax"` and with the exact table (`binomial="table"`), and the speed-up
      (target >= 2.5);
   3. for d in {1, 10, 30, 100}: the engine's normals per second (LinearProcess, dim d,
      2 x trials x T x d normals) over raw `jax.random.normal` of the same total count
      (jitted), by wall clock and by this process's CPU time, with the vmapped width chosen
-     by dimension and with the width of a whole block (the engine's width before it was
-     chosen by dimension; the noise is drawn flat in both), target >= 0.8 for d in
-     {10, 30, 100}. Before the flat noise draw the engine measured 0.40-0.58 at d = 10.
+     by dimension and with the width of a whole block (the noise is drawn flat in both),
+     target >= 0.8 for d in {10, 30, 100}.
 
 Every figure is the median over --repeats rounds; in each round the compared paths run
 back to back, so a ratio is taken between measurements made under the same load.

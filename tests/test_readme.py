@@ -1,4 +1,5 @@
-"""Runs the "Writing a new counterexample" tutorial's code (docs/, moved from the README)."""
+"""Runs the first code block of the "Writing a new counterexample" tutorial
+(docs/tutorials/counterexample.md) and checks its claim against dp-accounting."""
 
 import re
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""`advsim audit`: the built-in sweep config run through the sweep runner, its table and
-its time report.
+"""`advsim audit`: its options, the built-in sweep config run through the sweep runner, its
+table and its time report.
 
 The experiment is `advsim/sweep/audit.toml` (`advsim.sweep.builtin_config("audit")`): a
 grid over T, sigma calibrated per T (or given), every T with the same seed. The command's
@@ -33,8 +33,19 @@ from advsim._validation import (
     check_positive,
     check_probability,
 )
-from advsim.audits import THRESHOLD_SELECTIONS
-from advsim.cli._common import UsageError, _check, _check_out, _cleanup_if_empty, _one_line
+from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
+from advsim.cli._common import (
+    UsageError,
+    _add_run_options,
+    _check,
+    _check_out,
+    _cleanup_if_empty,
+    _command,
+    _one_line,
+    _para,
+    _positive_int,
+    _seed,
+)
 from advsim.exact import check_scalar_law
 from advsim.plotting import plot_eps_vs_steps
 from advsim.sweep import (
@@ -49,7 +60,7 @@ from advsim.sweep import (
 )
 from advsim.sweep._config import STRATEGY_KEYS, build_mechanism
 
-__all__ = ["AUDIT_CONFIG"]
+__all__ = ["AUDIT_CONFIG", "add_audit_command"]
 
 #: The built-in experiment's config (the TOML's tables); the parser's defaults come from it.
 AUDIT_CONFIG = builtin_config("audit")
@@ -368,3 +379,163 @@ def _time_report(rows, plotting: float, total: float) -> str:
     optional = ("calibration", "exact")  # shown only when they took time
     text = ", ".join(f"{name} {t:.1f} s" for name, t in parts if name not in optional or t)
     return f"time: {total:.1f} s in all: {text}, other {other:.1f} s"
+
+
+# ------------------------------------------------------------------------------ parser
+
+_AUDIT_EXAMPLES = """\
+examples:
+  advsim audit                                  # the built-in experiment (a few minutes)
+  advsim audit --steps 10 100 --trials 1e5 --noise-multiplier 1 --sampling-prob 0.1
+  advsim audit --mechanism linear-data --dim 20 --method eps_delta --out results/run1
+  advsim audit --out results/run2 --resume      # continue a killed run (same options)
+"""
+
+#: The built-in audit's T values (the parser's default for --steps).
+_STEPS = tuple(AUDIT_CONFIG["grid"]["steps"])
+
+
+def _threshold_help() -> str:
+    """`--threshold`'s help: every `advsim.audits.THRESHOLD_SELECTIONS`, with the flags of
+    the options it takes."""
+    flags = {option: _flag(key) for key, option in STRATEGY_KEYS.items()}
+    strategies = [
+        s + (f" (with {', '.join(flags[o] for o in opts)})" if opts else "")
+        for s, opts in THRESHOLD_SELECTIONS.items()
+        if s not in ("split", "same")
+    ]
+    return (
+        "split: choose the threshold on half the runs, count on the other half (held out); "
+        "same: on all runs (optimistic); or a strategy of advsim.audits.audit: "
+        + ", ".join(strategies)
+    )
+
+
+#: The threshold strategies' options (`advsim.sweep._config.STRATEGY_KEYS`, one flag each):
+#: type, metavar and help.
+_STRATEGY_FLAGS = {
+    "audit_threshold": (
+        float,
+        "TAU",
+        "--threshold explicit only: the threshold of the test, fixed without these scores",
+    ),
+    "num_splits": (
+        _positive_int,
+        "K",
+        "--threshold multi_split only: the number of split audits (default: that of "
+        "advsim.audits.audit)",
+    ),
+    "selection_fraction": (
+        float,
+        "F",
+        "--threshold projected_split only: the share of each world that chooses the "
+        "thresholds, in (0, 1) (default: that of advsim.audits.audit)",
+    ),
+}
+
+
+#: `advsim audit`'s options and their help (the formatter appends each default).
+_AUDIT_HELP = {
+    "--mechanism": "an alias ("
+    + ", ".join(MECHANISM_ALIASES)
+    + ") or any mechanism class path module:Class (or module:Class.factory) that takes "
+    "steps, sampling_prob, noise_multiplier and clip_norm; linear: the 1-D linear process "
+    "(the heuristic's tight case); linear-data: with a dataset of other examples (--dim, "
+    "--num-examples, --data-*)",
+    "--adversary": "projection, llr, or any adversary class path module:Class that takes no "
+    "arguments",
+    "--method": "the audit; what its eps_lower assumes: "
+    + "; ".join(f"{name}: {AUDITS[name].assumption}" for name in AUDIT_METHODS),
+    "--steps": "numbers of steps, one row each (default: " + " ".join(map(str, _STEPS)) + ")",
+    "--sampling-prob": "Poisson sampling probability q in (0, 1]",
+    "--noise-multiplier": "sigma (default: calibrated to --target-epsilon for each T)",
+    "--target-epsilon": "calibrate sigma so that composition gives this eps at --delta "
+    f"(default: {AUDIT_CONFIG['mechanism']['target_epsilon']:g}, unless --noise-multiplier "
+    "is given)",
+    "--delta": "delta of every epsilon",
+    "--trials": "simulated runs per world (1e5 is accepted)",
+    "--seed": "key of the simulation (and of the dataset, for linear-data)",
+    "--confidence": "of the Clopper-Pearson intervals behind eps_lower, in (0.5, 1)",
+    "--threshold": _threshold_help(),
+    **{_flag(key): text for key, (_, _, text) in _STRATEGY_FLAGS.items()},
+    "--clip-norm": "clipping norm C of the per-example gradients",
+    "--dim": "linear-data only: model dimension (default: 10)",
+    "--num-examples": "linear-data only: examples besides the canary (default: 100)",
+    "--data-distribution": "linear-data only: the other examples' gradients (default: gaussian)",
+    "--data-scale": "linear-data only: their scale (default: 1.0)",
+    "--chunk-size": "runs per compiled chunk; results do not depend on it (default: chosen "
+    "from the device's memory)",
+}
+
+
+def _audit_options() -> list[tuple[str, dict]]:
+    """`(flag, add_argument keywords)` of `advsim audit`, defaults read from the built-in
+    config (`advsim/sweep/audit.toml`), so that the two cannot disagree."""
+    sweep, mech = AUDIT_CONFIG["sweep"], AUDIT_CONFIG["mechanism"]
+    count, real = _positive_int, float
+    spec = [  # flag, type or choices, default, metavar
+        ("--mechanism", str, mech["name"], "NAME"),
+        ("--adversary", str, AUDIT_CONFIG["adversary"]["name"], "NAME"),
+        ("--method", list(AUDIT_METHODS), sweep["method"], None),
+        ("--steps", count, _STEPS, "T"),
+        ("--sampling-prob", real, mech["sampling_prob"], "q"),
+        ("--noise-multiplier", real, None, "SIGMA"),
+        ("--target-epsilon", real, None, "EPS"),
+        ("--delta", real, sweep["delta"], None),
+        ("--trials", count, sweep["trials"], "N"),
+        ("--seed", _seed, sweep["seed"], None),
+        ("--confidence", real, sweep["confidence"], None),
+        ("--threshold", list(THRESHOLD_SELECTIONS), sweep["threshold_selection"], None),
+        *(
+            (_flag(key), _STRATEGY_FLAGS[key][0], None, _STRATEGY_FLAGS[key][1])
+            for key in STRATEGY_KEYS
+        ),
+        ("--clip-norm", real, mech["clip_norm"], "C"),
+        ("--dim", count, None, "D"),
+        ("--num-examples", count, None, "N"),
+        ("--data-distribution", ["zero", "gaussian", "sphere"], None, None),
+        ("--data-scale", real, None, "S"),
+        ("--chunk-size", count, None, "N"),
+    ]
+    out = []
+    for flag, kind, default, metavar in spec:
+        kw = {"choices": kind} if isinstance(kind, list) else {"type": kind, "metavar": metavar}
+        if flag == "--steps":
+            kw["nargs"] = "+"
+        out.append((flag, {**kw, "default": default, "help": _AUDIT_HELP[flag]}))
+    return out
+
+
+def add_audit_command(sub) -> None:
+    """Adds `advsim audit` to the subcommands `sub`."""
+    a = _command(
+        sub,
+        _cmd_audit,
+        "audit",
+        help="simulate a mechanism, audit it, compare with the bounds (default: built-in "
+        "experiment)",
+        description=_para(
+            "Simulates both worlds (canary in, canary out) for each T, audits the "
+            "scores and prints one row per T as soon as it is done: sigma, eps_lower, eps_point, "
+            "the exact epsilon of the last model with its refinement-estimated error (where the "
+            "mechanism has the capability: a scalar model), the heuristic and composition "
+            "bounds, and what eps_lower certifies; then where the "
+            "time went. With no options: the linear 1-D process, q=0.01, sigma calibrated to "
+            "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing."
+        ),
+        epilog=_AUDIT_EXAMPLES,
+    )
+    for flag, kwargs in _audit_options():
+        a.add_argument(flag, **kwargs)
+    a.add_argument(
+        "--no-exact",
+        action="store_true",
+        help="leave out the exact epsilon column (advsim.exact, default: computed where the "
+        "mechanism has the capability; it compiles once per T, seconds each)",
+    )
+    _add_run_options(
+        a,
+        out_help="output folder (default: advsim-results/audit-<time>)",
+        resume_help="continue the audit in --out (same options): keep the finished T, "
+        "verified, run the rest",
+    )

@@ -1,4 +1,5 @@
-"""The command line's shared pieces: the one-line user error and the checks that raise it."""
+"""The command line's shared pieces: the one-line user error, the checks that raise it and
+the parser's formatting."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import contextlib
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 
 __all__ = ["UsageError"]
@@ -106,3 +108,39 @@ def _cleanup_if_empty(out: Path):
                 if path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         raise
+
+
+# ------------------------------------------------------------------------------ parsers
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the descriptions' line breaks; appends each option's default to its help."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (
+            "(default" in text
+            or not action.option_strings
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (raised as `UsageError`)."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see {self.prog} --help)", prog=self.prog)
+
+
+def _para(text: str) -> str:
+    """A description paragraph, wrapped (the formatter keeps line breaks as written)."""
+    return textwrap.fill(text, width=88)
+
+
+def _command(sub, func, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand's parser (defaults shown in its help) that runs `func(args)`."""
+    parser = sub.add_parser(name, formatter_class=_Formatter, **kwargs)
+    parser.set_defaults(func=func)
+    return parser

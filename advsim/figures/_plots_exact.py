@@ -31,11 +31,12 @@ import time
 import numpy as np
 
 import advsim
+from advsim._plot_style import styled_pyplot, tex_number
 from advsim.audits import audit
 from advsim.bounds import bounds_for
 from advsim.exact import last_iterate_epsilons
 from advsim.mechanisms import ProjectedLinearCanary
-from advsim.plotting import _style, _tex_number, save_figure
+from advsim.plotting import save_figure
 from advsim.sweep import resolve
 
 __all__ = ["compute_exact_truth", "plot_exact_truth"]
@@ -176,7 +177,7 @@ def plot_exact_truth(fig, rows, tables):
     upper bounds; the exact value written above its marker."""
     del rows
     table = tables["exact_truth"]
-    plt = _style()
+    plt = styled_pyplot()
     from matplotlib.ticker import FixedLocator, NullFormatter
 
     figure, ax = plt.subplots(figsize=(6.6, 0.5 * len(table) + 1.6))
@@ -220,7 +221,7 @@ def plot_exact_truth(fig, rows, tables):
     ax.set_ylim(ys[-1] - 0.6, ys[0] + 0.75)
     ax.set_yticks(ys)
     ticks_text = [
-        f"{r['label']}\n{r['parameters']}, $\\delta = {_tex_number(_num(r['delta']))}$"
+        f"{r['label']}\n{r['parameters']}, $\\delta = {tex_number(_num(r['delta']))}$"
         .replace("sigma", r"$\sigma$").replace("alpha", r"$\alpha$")
         for r in table
     ]  # fmt: skip

@@ -29,11 +29,12 @@ import numpy as np
 
 import advsim
 from advsim import CanarySchedule
+from advsim._plot_style import styled_pyplot
 from advsim.adversaries import BiasedCoordinate, RandomDirection, SimulatedBiasedDimension
 from advsim.audits import audit
 from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
 from advsim.mechanisms import GradientCanary
-from advsim.plotting import BOUND_STYLES, _style, save_figure
+from advsim.plotting import BOUND_STYLES, save_figure
 
 __all__ = ["compute_gradient_canary", "plot_gradient_canary"]
 
@@ -220,7 +221,7 @@ def _panel_logistic(bx, rows):
 def plot_gradient_canary(fig, rows, tables):
     """(a) epsilon over the insertion period k; (b) the GDP audit per coordinate."""
     table = tables["gradient_canary"]
-    plt = _style()
+    plt = styled_pyplot()
     figure, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 4.0))
     _panel_periodicity(ax, [r for r in table if r["part"] == "a"])
     _panel_logistic(bx, [r for r in table if r["part"] == "b"])

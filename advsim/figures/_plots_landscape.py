@@ -20,11 +20,12 @@ import jax
 import numpy as np
 import scipy.stats
 
+from advsim._plot_style import styled_pyplot
 from advsim.adversaries import ThresholdSearch
 from advsim.bounds import gdp_epsilon, two_step_epsilon, two_step_gdp_curve
 from advsim.experiment import run_threshold_search
 from advsim.mechanisms import ThresholdLandscape, landscape_epsilon_curve
-from advsim.plotting import _style, plot_ratio_heatmap, save_figure
+from advsim.plotting import plot_ratio_heatmap, save_figure
 
 __all__ = [
     "compute_figure4", "compute_landscape_exact", "compute_threshold_search", "plot_figure4",
@@ -102,7 +103,7 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
 
 def _curve_panels(fig, rows, exact, path_stem, title, ncols):
     """One panel per sigma of `rows` (at most `ncols` a row), legend below."""
-    plt = _style()
+    plt = styled_pyplot()
     sigmas = sorted({float(r["noise_multiplier"]) for r in rows})
     batches = sorted({int(r["batch_size"]) for r in rows})
     ncols = min(ncols, len(sigmas))
@@ -183,7 +184,7 @@ def plot_threshold_search(fig, rows, tables):
     """One panel per (sigma, B): eps over the threshold h, the audit, the exact GDP value and
     exact eps(delta) of theta_2, the accounting, h* = C/2 marked."""
     table, summary = tables["threshold_search"], tables["threshold_search_summary"]
-    plt = _style()
+    plt = styled_pyplot()
     ncols = min(4, len(summary))
     nrows = -(-len(summary) // ncols)
     figure, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols + 0.4, 2.2 * nrows + 0.6),

@@ -21,6 +21,7 @@ import time
 import numpy as np
 from scipy.optimize import brentq
 
+from advsim._plot_style import styled_pyplot
 from advsim.bounds import (
     composition_epsilon,
     heuristic_epsilon,
@@ -32,7 +33,6 @@ from advsim.figures import exact_epsilon
 from advsim.mechanisms import history_epsilon, quadratic_exact_epsilon, repeaters_epsilon
 from advsim.plotting import (
     BOUND_STYLES,
-    _style,
     plot_eps_vs_steps_panels,
     plot_ratio_heatmap,
     save_figure,
@@ -87,7 +87,7 @@ def plot_history_vs_v(fig, rows, tables):
     empirical point estimate (circles) and lower bound (triangles)."""
     delta, steps, q, sigma = _setting(fig)
     refs = tables["history_vs_v_refs"][0]
-    plt = _style()
+    plt = styled_pyplot()
     figure, ax = plt.subplots(figsize=(4.4, 4.0))
     ax.axhline(refs["composition"], **BOUND_STYLES["composition"])
     ax.axhline(refs["heuristic"], **BOUND_STYLES["heuristic"])
@@ -136,7 +136,7 @@ def plot_figure6(fig, rows, tables):
           for e in ("threshold", "amplify")}
     thr, amp = by["threshold"], by["amplify"]
     ts = [r["steps"] for r in thr]
-    plt = _style()
+    plt = styled_pyplot()
     figure, ax = plt.subplots(figsize=(4.4, 4.0))
     for key in ("composition", "heuristic"):
         ax.plot(ts, [r[key] for r in thr], **BOUND_STYLES[key])

@@ -1,4 +1,4 @@
-"""The seeds' qualitative results on real models (issue 17, point 5).
+"""The papers' qualitative results on real models: audits of an MLP trained with DP-SGD.
 
 Part (a), Section 5 of arXiv:2410.06186: an equinox MLP (30-32-1) trained with DP-SGD on
 breast_cancer, the canary Poisson-sampled at every step with rate q. A crafted gradient
@@ -31,11 +31,12 @@ import numpy as np
 
 import advsim
 from advsim import CanarySchedule
+from advsim._plot_style import styled_pyplot
 from advsim.adversaries import BiasedCoordinate, CanaryLoss, SimulatedBiasedDimension
 from advsim.audits import audit
 from advsim.bounds import composition_epsilon, heuristic_epsilon
 from advsim.mechanisms import RealModelGradientCanary, RealModelInputCanary, accuracy_report
-from advsim.plotting import BOUND_STYLES, _style, save_figure
+from advsim.plotting import BOUND_STYLES, save_figure
 
 __all__ = ["compute_real_models", "plot_real_models"]
 
@@ -148,7 +149,7 @@ def _nan(value) -> float:
 def plot_real_models(fig, rows, tables):
     """(a) each canary's audits beside the heuristic and composition; (b) eps over k."""
     table = tables["real_models"]
-    plt = _style()
+    plt = styled_pyplot()
     figure, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8))
     a = [r for r in table if r["part"] == "a"]
     x = np.arange(len(a))

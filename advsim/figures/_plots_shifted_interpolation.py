@@ -1,4 +1,4 @@
-r"""A rigorous hidden-state bound on projected logistic regression (issue 17, point 4).
+r"""A rigorous hidden-state bound on projected logistic regression.
 
 Projected full-batch DP-GD of logistic regression on breast_cancer (the split and scaling
 of `advsim.mechanisms.load_dataset`; the bias is a constant feature), the model projected
@@ -30,13 +30,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from advsim._plot_style import styled_pyplot
 from advsim.bounds import (
     full_batch_epsilon,
     heuristic_epsilon_curve,
     shifted_interpolation_bound,
 )
 from advsim.mechanisms import load_dataset
-from advsim.plotting import BOUND_STYLES, _style, save_figure
+from advsim.plotting import BOUND_STYLES, save_figure
 
 __all__ = [
     "compute_shifted_interpolation",
@@ -172,7 +173,7 @@ def plot_shifted_interpolation(fig, rows, tables):
     plateau t* marked; test accuracy in the legend."""
     del rows
     curves, summary = tables["shifted_interpolation_curves"], tables["shifted_interpolation"]
-    plt = _style()
+    plt = styled_pyplot()
     figure, ax = plt.subplots(figsize=(6.0, 3.8))
     first = [r for r in curves if r["config"] == 0]
     ts = [r["steps"] for r in first]

@@ -1,4 +1,4 @@
-"""Auditing with few runs: one-run audits against the exact epsilon (issue 16's table).
+"""Auditing with few runs: one-run audits against the exact epsilon, as a table.
 
 For the separate-coordinate mechanism (`OneRunGradientCanaries`, m gradient canaries on
 their own coordinates, each in the one run with probability 1/2), whose per-canary eps is

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from advsim._adversary import AbstractAdversary
-from advsim._mechanism import AbstractMechanism, CanarySchedule
+from advsim._mechanism import AbstractMechanism
+from advsim._schedule import CanarySchedule
 
 __all__ = [
     "ADVERSARY_ALIASES",
@@ -44,37 +45,26 @@ class Alias:
     Attributes:
         path: `"module:Class"` or `"module:Class.factory"`.
         defaults: keyword arguments passed unless the config gives them.
-        note: how to update an old config, shown when the constructor refuses its keys.
     """
 
     path: str
     defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    note: str = ""
 
 
-_OLD_BUILDER = "(the name's old builder took other keys)"
 MECHANISM_ALIASES: dict[str, Alias] = {
     "linear": Alias("advsim.mechanisms:LinearProcess"),
     "linear-data": Alias(
         "advsim.mechanisms:LinearProcess.with_data", {"dim": 10, "num_examples": 100}
     ),
     "landscape": Alias("advsim.mechanisms:ThresholdLandscape", {"batch_size": 1}),
-    "gradient-canary": Alias(
-        "advsim.mechanisms:GradientCanary",
-        {"canary_sampled": False},
-        note='`period = K` is now `canary_schedule = "every:K@K"` (steps K, 2K, ...)',
-    ),
+    "gradient-canary": Alias("advsim.mechanisms:GradientCanary", {"canary_sampled": False}),
 }
-"""The built-in mechanisms' short names. Keep the names old configs use."""
+"""The built-in mechanisms' short names."""
 ADVERSARY_ALIASES: dict[str, Alias] = {
     "projection": Alias("advsim.adversaries:ProjectionScore"),
     "llr": Alias("advsim.adversaries:LikelihoodRatioScore"),
     "landscape-threshold": Alias("advsim.adversaries:ThresholdAdversary"),
-    "biased-coordinate": Alias(
-        "advsim.adversaries:BiasedCoordinate",
-        note='a random coordinate (`dim`, `seed`) is now name = "biased-coordinate-random" '
-        "(advsim.adversaries:BiasedCoordinate.random)",
-    ),
+    "biased-coordinate": Alias("advsim.adversaries:BiasedCoordinate"),
     "biased-coordinate-random": Alias("advsim.adversaries:BiasedCoordinate.random"),
     "random-direction": Alias("advsim.adversaries:RandomDirection"),
     "simulated-biased-dimension": Alias("advsim.adversaries:SimulatedBiasedDimension"),
@@ -136,7 +126,6 @@ class Plugin:
             class's constructor too).
         required: the parameters without a default (and not in `defaults`).
         any_key: whether it takes any keyword (a `**kwargs` not traced to a constructor).
-        note: how to update an old config (an alias's note).
     """
 
     name: str
@@ -146,23 +135,17 @@ class Plugin:
     params: tuple[str, ...]
     required: tuple[str, ...]
     any_key: bool
-    note: str = ""
 
     def build(self, **kwargs):
         """Calls the factory with the alias defaults, then `kwargs` (a string
         `canary_schedule` / `canary_sampled` become a `CanarySchedule`).
 
         Raises:
-            TypeError, ValueError: the constructor's own errors (with the alias's note on an
-                unexpected keyword), or a result that is not a `base` instance.
+            TypeError, ValueError: the constructor's own errors, or a result that is not a
+                `base` instance.
         """
         kwargs = _schedule({**self.defaults, **kwargs})
-        try:
-            made = self.factory(**kwargs)
-        except TypeError as err:
-            if self.note and "keyword" in str(err):
-                raise TypeError(f"{err}; {self.note}") from None
-            raise
+        made = self.factory(**kwargs)
         if not isinstance(made, self.base):
             raise TypeError(
                 f"{self.name!r} returned {type(made).__name__}, not an instance of "
@@ -291,5 +274,4 @@ def resolve(kind: str, name: str, where: str | None = None) -> Plugin:
         params=tuple(params),
         required=tuple(p for p in required if p not in defaults),
         any_key=any_key,
-        note=alias.note if alias is not None else "",
     )

@@ -481,8 +481,7 @@ class _Keys:
                 "independent repetitions"
             )
         valid = sorted(self.allowed) + (["(any: the class takes **kwargs)"] if any_key else [])
-        note = f" ({self.plugin.note})" if self.plugin.note else ""
-        raise ValueError(f"unknown parameter {where}.{key}{note}; valid: {valid}")
+        raise ValueError(f"unknown parameter {where}.{key}; valid: {valid}")
 
 
 def _parse_fixed(sweep: Mapping, mech: Mapping, keys: _Keys) -> dict[str, Any]:

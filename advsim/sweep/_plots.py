@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from advsim._plot_style import symbol, tex_number
 from advsim.plotting import (
-    _short,
-    _tex_number,
     plot_eps_vs_steps_panels,
     plot_heatmap,
     plot_ratio_heatmap,
@@ -40,9 +39,9 @@ def _short_key(key: str) -> str:
 
 def _title(pairs: Sequence[tuple[str, Any]]) -> str:
     def value(v):
-        return f"${_tex_number(v)}$" if isinstance(v, float) else str(v)
+        return f"${tex_number(v)}$" if isinstance(v, float) else str(v)
 
-    return ", ".join(f"{_short(k)} = {value(v)}" for k, v in pairs)
+    return ", ".join(f"{symbol(k)} = {value(v)}" for k, v in pairs)
 
 
 def plot_sweep(out: str | os.PathLike) -> list[Path]:

@@ -84,85 +84,107 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     """
     start = time.perf_counter()
     p = cell.params
-    delta = p["delta"]
-    mechanism = build_mechanism(config, p, noise_multiplier=1.0)
-    calibration = 0.0
-    if "target_epsilon" in p:
-        acc = mechanism.accounting()
-        tic = time.perf_counter()
-        try:
-            sigma = bounds.calibrate_noise_multiplier(
-                p["target_epsilon"],
-                delta,
-                acc.steps,
-                acc.sampling_prob,
-                canary_steps=acc.num_canary_steps,
-                progress=False if progress is False else None,
-            )
-        except (ValueError, RuntimeError, ArithmeticError) as err:
-            raise CalibrationError(
-                p["target_epsilon"], delta, acc.steps, acc.sampling_prob, err
-            ) from err
-        calibration = time.perf_counter() - tic
-        mechanism = build_mechanism(config, p, noise_multiplier=sigma)
+    mechanism, calibration = _calibrated_mechanism(config, p, progress)
     if config.mode == "bounds":
-        acc = mechanism.accounting()
-        if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
-            args = (delta, acc.steps, acc.sampling_prob, acc.noise_multiplier)
-            n = acc.num_canary_steps
-            b = {
-                "heuristic": bounds.heuristic_epsilon(*args, canary_steps=n),
-                "composition": bounds.composition_epsilon(
-                    *args,
-                    canary_steps=n,
-                    value_discretization_interval=p["composition_discretization"],
-                ),
-                "full_batch": bounds.full_batch_epsilon(*args, canary_steps=n),
-            }
-        else:
-            b = bounds.bounds_for(acc, delta)
-        exact, exact_time = dict.fromkeys(EXACT_COLUMNS), 0.0
-        if config.exact:
-            tic = time.perf_counter()
-            exact = exact_columns(
-                mechanism,
-                delta,
-                refinements=config.exact_refinements,
-                progress=False if progress is False else None,
-            )
-            exact_time = time.perf_counter() - tic
-        result = {
-            "mechanism": type(mechanism).__name__,
-            "steps": acc.steps,
-            "sampling_prob": acc.sampling_prob,
-            "noise_multiplier": acc.noise_multiplier,
-            "num_canary_steps": acc.num_canary_steps,
-            "delta": delta,
-            **{k: float(b[k]) for k in ("heuristic", "composition", "full_batch")},
-            **exact,
-            "exact_time_s": exact_time,
-        }
+        result = _bounds_cell(config, mechanism, p, progress)
     else:
-        adversary = config.adversary_plugin.build(**config.adversary_kwargs)
-        record = run_audit(
-            mechanism,
-            adversary,
-            trials=p["trials"],
-            seed=cell.seed,
-            method=p["method"],
-            delta=delta,
-            confidence=p["confidence"],
-            threshold_selection=p["threshold_selection"],
-            strategy_options=strategy_options(p),
-            chunk_size=config.chunk_size,
-            progress=progress,
-            exact=config.exact,
-            exact_refinements=config.exact_refinements,
-        ).to_dict()
-        record["calibrate_time_s"] = calibration
-        result = {k: record[k] for k in AUDIT_COLUMNS if k != "wall_time_s"}
+        result = _audit_cell(config, mechanism, cell, progress, calibration)
     result["wall_time_s"] = time.perf_counter() - start
     return result
+
+
+def _calibrated_mechanism(config: SweepConfig, p: Mapping, progress: bool | None):
+    """`(the cell's mechanism, seconds its calibration took)`: with `target_epsilon`, at
+    the noise multiplier calibrated to it over the canary's steps; else as configured."""
+    delta = p["delta"]
+    mechanism = build_mechanism(config, p, noise_multiplier=1.0)
+    if "target_epsilon" not in p:
+        return mechanism, 0.0
+    acc = mechanism.accounting()
+    tic = time.perf_counter()
+    try:
+        sigma = bounds.calibrate_noise_multiplier(
+            p["target_epsilon"],
+            delta,
+            acc.steps,
+            acc.sampling_prob,
+            canary_steps=acc.num_canary_steps,
+            progress=False if progress is False else None,
+        )
+    except (ValueError, RuntimeError, ArithmeticError) as err:
+        raise CalibrationError(
+            p["target_epsilon"], delta, acc.steps, acc.sampling_prob, err
+        ) from err
+    calibration = time.perf_counter() - tic
+    return build_mechanism(config, p, noise_multiplier=sigma), calibration
+
+
+def _bounds_cell(config: SweepConfig, mechanism, p: Mapping, progress: bool | None) -> dict:
+    """A bounds-mode cell's columns (but the wall time): the bounds of the mechanism's
+    accounting and, unless the sweep sets `exact = false`, its exact columns."""
+    delta = p["delta"]
+    acc = mechanism.accounting()
+    if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
+        args = (delta, acc.steps, acc.sampling_prob, acc.noise_multiplier)
+        n = acc.num_canary_steps
+        b = {
+            "heuristic": bounds.heuristic_epsilon(*args, canary_steps=n),
+            "composition": bounds.composition_epsilon(
+                *args,
+                canary_steps=n,
+                value_discretization_interval=p["composition_discretization"],
+            ),
+            "full_batch": bounds.full_batch_epsilon(*args, canary_steps=n),
+        }
+    else:
+        b = bounds.bounds_for(acc, delta)
+    exact, exact_time = dict.fromkeys(EXACT_COLUMNS), 0.0
+    if config.exact:
+        tic = time.perf_counter()
+        exact = exact_columns(
+            mechanism,
+            delta,
+            refinements=config.exact_refinements,
+            progress=False if progress is False else None,
+        )
+        exact_time = time.perf_counter() - tic
+    return {
+        "mechanism": type(mechanism).__name__,
+        "steps": acc.steps,
+        "sampling_prob": acc.sampling_prob,
+        "noise_multiplier": acc.noise_multiplier,
+        "num_canary_steps": acc.num_canary_steps,
+        "delta": delta,
+        **{k: float(b[k]) for k in ("heuristic", "composition", "full_batch")},
+        **exact,
+        "exact_time_s": exact_time,
+    }
+
+
+def _audit_cell(
+    config: SweepConfig, mechanism, cell: Cell, progress: bool | None, calibration: float
+) -> dict:
+    """An audit-mode cell's `AUDIT_COLUMNS` but the wall time: `advsim.experiment.run_audit`
+    with the cell's adversary and settings, and the seconds the `calibration` took."""
+    p = cell.params
+    adversary = config.adversary_plugin.build(**config.adversary_kwargs)
+    record = run_audit(
+        mechanism,
+        adversary,
+        trials=p["trials"],
+        seed=cell.seed,
+        method=p["method"],
+        delta=p["delta"],
+        confidence=p["confidence"],
+        threshold_selection=p["threshold_selection"],
+        strategy_options=strategy_options(p),
+        chunk_size=config.chunk_size,
+        progress=progress,
+        exact=config.exact,
+        exact_refinements=config.exact_refinements,
+    ).to_dict()
+    record["calibrate_time_s"] = calibration
+    return {k: record[k] for k in AUDIT_COLUMNS if k != "wall_time_s"}
 
 
 def _run_cell_remote(config: SweepConfig, cell: Cell, plugins: tuple) -> dict:
@@ -248,28 +270,7 @@ def run_sweep(
     if executor == "ray":
         _import_ray()  # before anything is written: a missing Ray leaves no folder behind
 
-    if run_path.exists():
-        old = load_run_config(out)
-        if not resume:
-            raise SweepError(
-                f"{out} already holds a sweep ({run_path}); pass --resume (resume=True) to "
-                "continue it, or choose a new --out folder"
-            )
-        if old.identity() != config.identity():
-            diff = _config_diff(old.identity(), config.identity())
-            raise SweepError(
-                f"{out} was started with a different config (differs in {diff}); resume it "
-                "with the config in its run.json, or choose a new --out folder"
-            )
-        meta = json.loads(run_path.read_text())
-        fresh = []
-    elif cells_dir.exists() and any(cells_dir.glob("*.json")):
-        raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
-    else:
-        meta = provenance(config.to_dict())
-        meta["sessions"] = []
-        # What this session creates; removed again if it fails before finishing a cell.
-        fresh = [p for p in (cells_dir, out, *out.parents) if not p.exists()]
+    meta, fresh = _start_or_resume(config, out, resume)
     cells_dir.mkdir(parents=True, exist_ok=True)
 
     # Leftovers of writes killed mid-way: by construction incomplete, never read.
@@ -298,6 +299,34 @@ def run_sweep(
                 with contextlib.suppress(OSError):
                     path.rmdir()  # only if empty
         raise
+
+
+def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> tuple[dict, list[Path]]:
+    """`(the run's metadata, the folders this session will create)`: that of the sweep in
+    `out` when resuming it (same config), a new one otherwise; refuses a folder that holds
+    another sweep, or cell files without a run file."""
+    cells_dir = out / CELLS_DIR
+    run_path = out / RUN_FILE
+    if run_path.exists():
+        old = load_run_config(out)
+        if not resume:
+            raise SweepError(
+                f"{out} already holds a sweep ({run_path}); pass --resume (resume=True) to "
+                "continue it, or choose a new --out folder"
+            )
+        if old.identity() != config.identity():
+            diff = _config_diff(old.identity(), config.identity())
+            raise SweepError(
+                f"{out} was started with a different config (differs in {diff}); resume it "
+                "with the config in its run.json, or choose a new --out folder"
+            )
+        return json.loads(run_path.read_text()), []
+    if cells_dir.exists() and any(cells_dir.glob("*.json")):
+        raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
+    meta = provenance(config.to_dict())
+    meta["sessions"] = []
+    # What this session creates; removed again if it fails before finishing a cell.
+    return meta, [p for p in (cells_dir, out, *out.parents) if not p.exists()]
 
 
 def _read_cells(cells_dir: Path, cells: Sequence[Cell], config: SweepConfig) -> dict:

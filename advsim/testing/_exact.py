@@ -31,10 +31,8 @@ from hypothesis import strategies as st
 from jaxtyping import Array, Float
 
 from advsim._adversary import AbstractAdversary
-from advsim._mechanism import (
-    AbstractMechanism,
-    CanarySchedule,
-)
+from advsim._mechanism import AbstractMechanism
+from advsim._schedule import CanarySchedule
 from advsim._validation import (
     check_delta,
     check_finite,

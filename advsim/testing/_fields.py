@@ -22,14 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim._mechanism import (
-    AbstractProjected,
-    AbstractScalarLaw,
-    DPSGDOptions,
-    DPSGDParams,
-    as_traced_float,
-)
+from advsim._mechanism import AbstractProjected, AbstractScalarLaw
+from advsim._records import DPSGDOptions, DPSGDParams
 from advsim._validation import (
+    as_traced_float,
     check_finite,
     check_positive,
 )

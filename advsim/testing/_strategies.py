@@ -11,7 +11,7 @@ from hypothesis import settings as _settings
 from hypothesis import strategies as st
 
 from advsim._accounting import Accounting
-from advsim._mechanism import CanarySchedule
+from advsim._schedule import CanarySchedule
 from advsim._validation import (
     check_delta,
     check_in_interval,

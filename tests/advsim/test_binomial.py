@@ -29,7 +29,7 @@ from advsim._binomial import (
     binomial_window,
 )
 from advsim._dpsgd import run_mechanism
-from advsim._mechanism import DPSGDParams
+from advsim._records import DPSGDParams
 from advsim._simulate import count_samplers
 from advsim.adversaries import LikelihoodSumDecoder, ProjectionScore
 from advsim.mechanisms import LikelihoodEncodingLoss, LinearProcess

@@ -365,7 +365,7 @@ def test_negligible_atom_is_zero_without_overflow():
 def test_gdp_epsilon_refuses_mu_beyond_float64_with_a_clear_error():
     # eps(delta) of mu-GDP is mu u - mu^2/2 with u near mu: at mu = 1e8 the two terms
     # (5e15) cancel beyond float64 precision. mu = 3e7 still resolves; 1e8 is refused by
-    # name instead of scipy's "f(a) and f(b) must have different signs" (issue 15).
+    # name instead of scipy's "f(a) and f(b) must have different signs".
     assert gdp_epsilon(1e-5, 3e7) == pytest.approx(0.5 * 9e14, rel=1e-6)
     with pytest.raises(ValueError, match=r"mu=1e\+08 is too large for gdp_epsilon"):
         gdp_epsilon(1e-5, 1e8)

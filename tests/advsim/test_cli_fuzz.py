@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import advsim.cli as cli
 from advsim import _io
 from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
 from advsim.cli import main
@@ -195,7 +194,7 @@ def test_failed_audit_leaves_no_folder(tmp_path, monkeypatch, capsys):
     def fail(*args, **kwargs):
         raise ValueError("f(a) and f(b) must have different signs")
 
-    monkeypatch.setattr(cli.bounds, "calibrate_noise_multiplier", fail)
+    monkeypatch.setattr("advsim.bounds.calibrate_noise_multiplier", fail)
     code, _, err = _run(["audit", "--steps", "3", "--delta", "1e-300", "--quiet"], capsys)
     _assert_user_error(code, err, "--delta", where=tmp_path)
     assert "cannot calibrate sigma for T=3" in err

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 import advsim
 from advsim import AbstractMechanism, CanarySchedule, block_size, clip_gradients, dpsgd_update
 from advsim._dpsgd import bernoulli_from_bits, run_mechanism
-from advsim._mechanism import AbstractPerExampleData, DPSGDParams, poisson_batch_bound
+from advsim._mechanism import AbstractPerExampleData, poisson_batch_bound
+from advsim._records import DPSGDParams
 from advsim.mechanisms import LinearProcess
 
 # --- clip_gradients ---------------------------------------------------------------------------
@@ -416,9 +417,10 @@ def _mixture_cdf(x, C, trials, q, noise_sd):
 
 
 def test_simulate_gives_the_law_that_clipping_sampling_and_noise_predict():
-    """The DP-SGD contract of DESIGN.md seen from outside the engine: with raw gradients of
-    norm 10 C, m_T = C (B_canary + B_data) + sigma C sqrt(T) Z, where the engine's Poisson
-    sampling makes B_canary ~ Binomial(T, q) (in-world only) and B_data ~ Binomial(n T, q):
+    """The engine's DP-SGD step (clip, sample, add noise) seen from outside: with raw
+    gradients of norm 10 C, m_T = C (B_canary + B_data) + sigma C sqrt(T) Z, where the
+    engine's Poisson sampling makes B_canary ~ Binomial(T, q) (in-world only) and
+    B_data ~ Binomial(n T, q):
     the in-world law is C Binomial((n + 1) T, q) + N(0, sigma^2 C^2 T), the out-world law
     C Binomial(n T, q) + N(0, sigma^2 C^2 T). Checked by Kolmogorov-Smirnov tests against
     those closed forms (scipy), by the first two moments (5 standard errors), and against

@@ -18,7 +18,7 @@ from advsim.mechanisms import LinearProcess
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("steps", "q", "sigma"),
-    [(100, 0.1, 1.0), (1000, 0.01, 1.0)],  # the core issue's acceptance configurations
+    [(100, 0.1, 1.0), (1000, 0.01, 1.0)],  # a long run, and a small q
 )
 def test_family_audit_of_simulated_linear_process_recovers_heuristic(steps, q, sigma):
     # 10^6 runs per world through the generic engine (no closed-form shortcut).
@@ -37,7 +37,7 @@ def test_family_audit_of_simulated_linear_process_recovers_heuristic(steps, q, s
     assert rec.guarantee == "assumes family" and rec.assumption_rejected is False
     # Soundness: the bound stays below the truth (the heuristic is exact here)...
     assert rec.eps_lower <= rec.heuristic * 1.0001
-    # ... and tightness: within 5% of it (acceptance criterion of the core issue).
+    # ... and tightness: within 5% of it.
     assert rec.eps_lower >= 0.95 * rec.heuristic
     assert rec.eps_lower <= rec.composition
 

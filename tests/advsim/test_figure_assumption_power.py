@@ -17,7 +17,7 @@ def test_compute_assumption_power_small(tmp_path):
     tables = compute_assumption_power(dataclasses.replace(fig, params=params), {})
     rows = {(r["case"], r["check"]): r for r in tables["assumption_power"]}
     # B = 1: the landscape's central tests keep the side chosen at step 1, far from a
-    # Gaussian ROC (issue 12: rejected in every repeat at 10^5 runs, and at 2 x 10^4).
+    # Gaussian ROC (rejected in every repeat at 10^5 runs, and at 2 x 10^4).
     assert rows[("landscape sigma=1 T=25 B=1", "gdp")]["rejected_held_out"] == 2
     # Exact nulls: N(1, 1) vs N(0, 1), and the linear process with q = 1 (Gaussian shifts).
     for key in [("gaussian numpy mu=1", "gdp"), ("linear T=1 q=1 sigma=1", "gdp"),

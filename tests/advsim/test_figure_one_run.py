@@ -16,7 +16,7 @@ def test_figure_file_states_the_issue_setting():
     assert "one_run" in list_figures()
     fig = load_figure("one_run")
     p = fig.params
-    # Issue 16: m in {100, 1000, 10000}, 50 repetitions, exact epsilon known.
+    # m in {100, 1000, 10000}, 50 repetitions, exact epsilon known.
     assert p["num_canaries"] == [100, 1000, 10000] and p["repeats"] == 50
     quick = load_figure("one_run", quick=True).params
     assert quick["repeats"] < p["repeats"] and max(quick["num_canaries"]) <= 1000
@@ -54,10 +54,9 @@ def test_compute_small(tmp_path):
 
 @pytest.mark.slow
 def test_readme_section_runs_and_prints_what_it_says(capsys):
-    # The README's "Auditing with few runs" code, run as written; its comments state the
-    # printed values (the Bayesian interval of the worked example, the one-run bound on one
-    # simulated run, the exact eps of mu = 2).
-    # (The section moved from the README to docs/tutorials/one_run.md.)
+    # The "Auditing with few runs" code of docs/tutorials/one_run.md, run as written; its
+    # comments state the printed values (the Bayesian interval of the worked example, the
+    # one-run bound on one simulated run, the exact eps of mu = 2).
     text = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "one_run.md").read_text()
     start = text.index("## Auditing with few runs")
     section = text[start : text.index("\n## ", start + 1)]

@@ -1,5 +1,5 @@
-"""The real-model figure (issue 17, point 5) as data: its quick mode is smaller than the
-full run (fast), and (slow) its quick run end to end reproduces the seeds' qualitative
+"""The real-model figure as data: its quick mode is smaller than the
+full run (fast), and (slow) its quick run end to end reproduces the papers' qualitative
 results: k = 1 audits above k = 4 (Cebere et al., Figure 2: the last model of T = n k steps
 is less revealing as k grows), the gradient canary audits above the mislabeled input
 canary and below composition (Section 5 of arXiv:2410.06186)."""

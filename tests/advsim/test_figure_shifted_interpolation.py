@@ -1,4 +1,4 @@
-"""The shifted-interpolation figure (issue 17, point 4). Checked on its quick mode: every
+"""The shifted-interpolation figure. Checked on its quick mode: every
 configuration's bound stays at or below composition (a hidden-state bound is never above
 the bound for releasing every iterate; Bok, Su and Altschuler, arXiv:2403.00278), reaches
 its plateau t* and stays flat after it, and the heuristic equals composition at q = 1

@@ -20,7 +20,7 @@ import pytest
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, NonFiniteScoresError
-from advsim._mechanism import DPSGDParams
+from advsim._records import DPSGDParams
 from advsim.adversaries import ProjectionScore
 from advsim.mechanisms import LinearProcess
 

@@ -1,5 +1,5 @@
 """`advsim.simulate`: the vmapped width chosen by dimension, its invisibility in the
-results, the flat noise draw, and integer keys of any size (issue 15: `key=2**70`)."""
+results, the flat noise draw, and integer keys of any size (`key=2**70`)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ from advsim.sweep import (
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The acceptance grid: 4 x 5 on the linear process. Large sigma keeps the composition bound
+# A 4 x 5 grid on the linear process. Large sigma keeps the composition bound
 # (most of a cell's time) fast; T = 9 is used by no other test, so its compilation is ours.
 GRID_4x5 = """
 [sweep]
@@ -310,7 +310,7 @@ def test_bounds_sweep_matches_paper_and_bounds_for(tmp_path):
 
 @pytest.mark.slow  # measured 10-17 s: keeps plain `pytest` under 5 minutes
 def test_sigkill_midway_then_resume_gives_the_uninterrupted_table(tmp_path):
-    """The acceptance test: `advsim sweep` of a 4 x 5 grid killed with SIGKILL after a few
+    """`advsim sweep` of a 4 x 5 grid killed with SIGKILL after a few
     cells, resumed with --resume, equals an uninterrupted run (every column but the wall
     time and where it went, byte for byte)."""
     cfg = tmp_path / "grid.toml"

@@ -274,7 +274,7 @@ def test_calibration_catches_a_wrong_truth_and_names_seeds():
 
 
 def _readme_section(title: str) -> str:
-    # The section moved from the README to the tutorial page (fences carry markdown-exec's
+    # The section's python blocks on the tutorial page (fences carry markdown-exec's
     # attributes: ```python exec="on" ...).
     page = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "property_testing.md"
     text = page.read_text()

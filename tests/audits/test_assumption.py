@@ -1,4 +1,4 @@
-"""The assumption checks (issue 12, point 2): level, power on known departures, validation.
+"""The assumption checks: level, power on known departures, validation.
 
 Every expected decision comes from a law whose ROC is known in closed form:
 

@@ -147,7 +147,7 @@ def _null_scores(kind: str) -> Scores:
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", ["identical", "same_values", "reversed", "constant"])
 def test_null_and_reversed_scores_give_zero(method, kind):
-    # Regression (issue 12, point 4): no direction is taken from the data, so scores with
+    # No direction is taken from the data, so scores with
     # no signal, or separated the wrong way, give eps_lower = 0 on held-out rates (a bug
     # of this kind lived for long in a widely used auditing library, which took |mu|).
     # A sound audit returns > 0 here with probability <= 1 - confidence; these seeds are

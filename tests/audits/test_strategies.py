@@ -183,7 +183,7 @@ def _pure_dp_scores(eps0, n, rng):
 
 @pytest.mark.slow
 def test_jax_privacy_bonferroni_covers_where_every_threshold_is_tight():
-    # Issue 16, point 5: jax_privacy's Bonferroni() divides alpha by the data-dependent
+    # jax_privacy's Bonferroni() divides alpha by the data-dependent
     # size of the Pareto frontier (about 18 here, of 20001 thresholds), not a union bound
     # as written. Measured on the pure eps-DP pair above (eps0 = 1; exact
     # eps(delta) = log(e^eps0 - delta / a), since delta(e') = a (e^eps0 - e^e') in both
@@ -229,8 +229,8 @@ def test_projected_split_covers_where_every_threshold_is_tight():
 
 @pytest.mark.slow
 def test_projected_split_at_least_as_tight_as_jax_privacys_best():
-    # Issue 16, point 5, on the issue's data: N(2, 1) vs N(0, 1), 10^5 per world, delta
-    # 1e-5, seeds 0-5 (exact eps 9.997), split seed = data seed. Medians measured: advsim
+    # N(2, 1) vs N(0, 1), 10^5 per world, delta 1e-5, seeds 0-5 (exact eps 9.997), split
+    # seed = data seed. Medians measured: advsim
     # projected_split 5.35 (split 5.05, multi_split 4.89, bonferroni 4.81) against
     # jax_privacy's Split 5.16, MultiSplit(21) 5.04 and Bonferroni() 5.24 (sound as far
     # as measured, above). Where advsim lost: "split" chooses on half the runs at the

@@ -9,10 +9,11 @@ import pytest
 import scipy.stats
 
 import advsim.bounds as bounds
+from advsim import AbstractMultiCanary
 from advsim._dpsgd import run_mechanism
 from advsim.audits import one_run_audit
 from advsim.mechanisms import GradientCanary, OneRunGradientCanaries
-from advsim.one_run import AbstractMultiCanary, OneRunScores, simulate_one_run
+from advsim.one_run import OneRunScores, simulate_one_run
 
 DELTA = 1e-5
 

@@ -14,8 +14,8 @@ asserted only where its claim applies:
 - the zero-data gradient canary every k-th step: n / (sqrt(T) sigma)-GDP (closed form,
   tests/mechanisms/test_gradient_canary.py); all four audits.
 
-On the landscape "gdp" and "family" are known to exceed the truth (issue 12: the curve is
-not Gaussian); `advsim figure calibration` measures by how much.
+On the landscape "gdp" and "family" are known to exceed the truth (the curve is not
+Gaussian); `advsim figure calibration` measures by how much.
 
 - A property (fast): on random linear processes, the heuristic's tight case, the audits
   never exceed the exact epsilon (confidence 0.999 per example).
@@ -24,14 +24,14 @@ not Gaussian); `advsim figure calibration` measures by how much.
   audit does so with probability at most 1 - confidence, so the count must not exceed the
   (1 - 1e-3)-quantile of Binomial(repeats, 1 - confidence) (`Calibration.check()`).
 
-Every test can fail (issue 19): before auditing it computes, independently of the audit
+Every test can fail: before auditing it computes, independently of the audit
 code (scipy only), an `eps_lower` the audit outputs at some achievable counts of that
 sample size and confidence (`*_cap` below; for "eps_delta" and "gdp" the largest, both
 rates' Clopper-Pearson upper bounds with zero errors on the held-out half), and asserts
 that the truth lies below it, so an audit that overshoots the truth is possible, and
 caught. Broken copies checked by hand: "eps_delta" x 1.1 fails 3 tests, "gdp" with
 mu x 1.05 fails 6, "family" with sigma_upper x 0.95 fails 6, and the trade-off audit
-reporting its composition index as eps_lower (the rule before issue 12) fails 3 (30/30
+reporting its composition index as eps_lower fails 3 (30/30
 over the truth on the landscape).
 """
 
@@ -290,8 +290,9 @@ SCENARIOS = {
         10_000,
         sampler=lambda: linear_law_sampler(100, 0.05, 0.5, 10_000),
     ),
-    # Issue 12's case: T = 10, q = 0.01, sigma = 0.3544 (exact eps 2.000 at 1e-5), 5 x 10^5
-    # runs per world, where the old trade-off rule overshot in 9 of 10 repeats.
+    # T = 10, q = 0.01, sigma = 0.3544 (exact eps 2.000 at 1e-5), 5 x 10^5 runs per world,
+    # where reporting the trade-off's composition index as eps_lower overshoots in 9 of 10
+    # repeats.
     "linear_T10_q0.01_500k": Scenario(
         _linear(10, 0.01, 0.3544),
         None,
@@ -328,8 +329,8 @@ for _b in (1, 4, 16):
 # ones (the default grid is calibrated by `advsim figure calibration`, run by hand):
 # - on the landscape, every fifth point (0.5, 1.0, ..., 20; ~0.2 s a call), which keeps
 #   the composition index `eps_composition_violated` meaningful (3.5 vs the default's
-#   3.5-3.8 on landscape_B1_T25), so reporting that index as eps_lower, the rule issue 12
-#   replaced, fails here (checked by hand: 30/30 over the truth for B = 1, T = 2 and 25
+#   3.5-3.8 on landscape_B1_T25), so reporting that index as eps_lower (an unsound rule)
+#   fails here (checked by hand: 30/30 over the truth for B = 1, T = 2 and 25
 #   and B = 4, T = 25);
 # - elsewhere, where the index is not above the truth anyway, one point (20; ~0.1 s).
 # 30 repeats: `Calibration`'s rule then allows 13 of 30 at confidence 0.8.
@@ -370,7 +371,7 @@ CASES = [
     *_cases(["gradient_canary_k4"], ("family",), (DELTA, 0.1), (0.8,), 100),
     *_cases(["gradient_canary_k4"], ("tradeoff",), (DELTA,), (0.8,), TRADEOFF_REPEATS),
     # At 1e-2 the audits come close to the truth (median eps_lower 0.8-0.9 of it), at 1e-5
-    # (where GDP audits overshoot, issue 12) they cannot (0.4-0.7 of it).
+    # (where GDP audits overshoot) they cannot (0.4-0.7 of it).
     *_cases(LANDSCAPES, ("eps_delta",), (1e-2,), BOTH, 100),
     *_cases(LANDSCAPES, ("eps_delta",), (DELTA,), (0.8,), 100),
     *_cases(LANDSCAPES, ("tradeoff",), (DELTA,), (0.8,), TRADEOFF_REPEATS),

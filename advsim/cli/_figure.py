@@ -1,0 +1,63 @@
+"""`advsim figure`: a seed figure (its sweeps, tables and plot), or the list of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advsim.cli._common import (
+    UsageError,
+    _add_run_options,
+    _check_out,
+    _cleanup_if_empty,
+    _command,
+    _para,
+)
+from advsim.figures import list_figures, run_figure
+
+__all__ = ["add_figure_command"]
+
+
+def _cmd_figure(args) -> int:
+    if args.list or not args.name:
+        for name, title in list_figures().items():
+            print(f"{name:<16} {title}")
+        return 0
+    if args.name not in list_figures():
+        raise UsageError(
+            f"no figure named {args.name!r}; the figures: {', '.join(list_figures())} "
+            "(advsim figure --list)"
+        )
+    out = Path(args.out or f"advsim-results/{args.name}" + ("-quick" if args.quick else ""))
+    _check_out("--out", out)
+    with _cleanup_if_empty(out):
+        run_figure(
+            args.name, quick=args.quick, out=out, resume=args.resume, progress=not args.quiet
+        )
+    return 0
+
+
+def add_figure_command(sub) -> None:
+    """Adds `advsim figure` to the subcommands `sub`."""
+    f = _command(
+        sub,
+        _cmd_figure,
+        "figure",
+        help="run a seed figure (its sweeps, tables and plot); --list names them",
+        description=_para(
+            "Each figure is a small file (advsim/figures/defs/NAME.toml): sweep "
+            "configs, derived tables, a plot function. Writes into --out: a folder per sweep, "
+            "the tables (.csv, .json) and the figure (.png, .pdf)."
+        ),
+        epilog="examples:\n  advsim figure --list\n  advsim figure figure1 --quick\n"
+        "  advsim figure figure4 --out DIR --resume\n",
+    )
+    f.add_argument("name", nargs="?", help="the figure (see --list)")
+    f.add_argument("--list", action="store_true", help="list the figures and exit")
+    f.add_argument(
+        "--quick", action="store_true", help="a coarse grid and few runs (under a minute each)"
+    )
+    _add_run_options(
+        f,
+        out_help="output folder (default: advsim-results/NAME, NAME-quick with --quick)",
+        resume_help="continue the sweeps in --out",
+    )
