@@ -125,5 +125,6 @@ def test_every_exported_adversary_has_a_case():
     assert exported == {case.name for case in CASES}
 
 
+@pytest.mark.slow
 def test_adversary_contract(case):
     advsim.testing.check_adversary(case.adversary(), case.mechanism())

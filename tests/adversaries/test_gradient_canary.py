@@ -138,6 +138,7 @@ def test_noisy_statistic_zero_data_is_chi_square():
     assert abs(x.mean() - runs * steps) <= 5 * math.sqrt(2 * runs * steps / x.size)
 
 
+@pytest.mark.slow
 def test_simulated_dimension_picks_the_quiet_feature_and_beats_the_loud_one():
     n, sigma = 20, math.sqrt(20) / 2.0
     mech = GradientCanary(

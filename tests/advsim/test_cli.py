@@ -36,6 +36,7 @@ def test_bound_rejects_bad_sampling_prob(capsys):
     )
 
 
+@pytest.mark.slow
 def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(
@@ -113,6 +114,7 @@ def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     assert "--resume needs --out" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_audit_calibrates_sigma_to_target_epsilon(tmp_path):
     out = tmp_path / "run"
     assert (
@@ -145,6 +147,7 @@ def test_audit_rejects_both_sigma_and_target(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["audit", "--steps", "2", "--adversary", "os:getcwd", "--out", str(out)]) == 2
@@ -167,6 +170,7 @@ def test_audit_adversary_by_class_path_or_alias_checked_before_running(tmp_path,
     assert rows[0]["adversary"] == "LikelihoodRatioScore"
 
 
+@pytest.mark.slow
 def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsys, monkeypatch):
     import re
 

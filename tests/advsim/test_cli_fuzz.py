@@ -412,6 +412,7 @@ def test_sweep_out_is_a_file(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "afile").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_sweep_with_ray_missing_leaves_nothing(tmp_path, monkeypatch, capsys):
     """Without Ray, `--ray` fails before writing run.json, so the plain rerun works."""
     monkeypatch.chdir(tmp_path)

@@ -416,6 +416,7 @@ def _mixture_cdf(x, C, trials, q, noise_sd):
     return np.sum(pmf[None, :] * scipy.stats.norm.cdf((x[:, None] - C * k) / noise_sd), axis=1)
 
 
+@pytest.mark.slow
 def test_simulate_gives_the_law_that_clipping_sampling_and_noise_predict():
     """The engine's DP-SGD step (clip, sample, add noise) seen from outside: with raw
     gradients of norm 10 C, m_T = C (B_canary + B_data) + sigma C sqrt(T) Z, where the
@@ -476,6 +477,7 @@ class _OneHotExamples(AbstractPerExampleData):
         return 2.0 * jax.nn.one_hot(indices, self.num_examples, dtype=model.dtype)
 
 
+@pytest.mark.slow
 def test_sampled_batches_larger_than_max_batch_size_are_never_cut():
     # B = 2 with n = 12, q = 1/2: almost every step samples more than B examples, so the
     # engine must run several blocks. Each step's increment is -(members + sigma C xi) with

@@ -114,6 +114,7 @@ def test_discrete_epsilon_of_randomised_response(x64):
     np.testing.assert_allclose(beta, [1.0, 0.01, 0.0], atol=1e-15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scale", "delta"), [(1.0, 1e-5), (0.5, 1e-5), (2.0, 1e-3)])
 def test_grid_epsilon_of_sampled_gaussians(scale, delta, x64):
     want = gdp_epsilon(delta, 1.0 / scale)
@@ -143,6 +144,7 @@ def test_grid_epsilon_of_sampled_gaussians(scale, delta, x64):
 # --- the engine against the heuristic's exact case ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_linear_process_is_the_heuristic():
     mechs = [LinearProcess(5, q, 1.0) for q in (0.05, 0.2, 0.7)]
     for mech, law in zip(mechs, last_iterate_epsilons(mechs, DELTA), strict=True):
@@ -157,6 +159,7 @@ def test_linear_process_is_the_heuristic():
         assert alpha[0] == 0 and beta[0] == 1 and np.all(np.diff(alpha) >= 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.5, 1.0])
 def test_a_jump_within_a_cell_of_m0_acts_on_the_whole_first_move(sigma):
     """T = 1, the canary always present: the in-world's model is N(eta C, (eta sigma C)^2)

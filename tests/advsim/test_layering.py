@@ -157,6 +157,7 @@ def test_plug_ins_import_no_driver():
     assert not bad, "a plug-in must not depend on a driver:\n" + "\n".join(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", DRIVER_MODULES)
 def test_each_driver_imports_first_without_a_cycle(module):
     code = f"import {module}; import advsim; import advsim.sweep; import advsim.cli"

@@ -36,6 +36,7 @@ def test_width_depends_on_shapes_only():
     assert vector_width(big) == advsim.block_size(big) < 512
 
 
+@pytest.mark.slow
 def test_scores_do_not_depend_on_the_width(monkeypatch):
     # The same runs computed 512 and 16 at a time (one block of 1024 per chunk): for this
     # process (no reduction over the runs' data) the lanes' arithmetic is the same. Other

@@ -189,6 +189,7 @@ def test_valid_mechanisms_pass_and_are_traced_once():
             check_shapes(mechanism, ProjectionScore(), release)
 
 
+@pytest.mark.slow
 def test_the_check_changes_no_score():
     # simulate = the shape check, then each world through simulate_world with its key.
     mechanism, adversary = Shaped(), ProjectionScore(direction=[1.0, 0.0])

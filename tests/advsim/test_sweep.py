@@ -188,6 +188,7 @@ def _common_seed_config(steps=(5, 20)):  # the shapes of test_cli.py (compiled t
     }
 
 
+@pytest.mark.slow
 def test_common_seed_cells_are_run_audit_at_the_sweep_seed_with_their_times(tmp_path):
     """`common_seed = true`: each cell's numbers are those of `run_audit` called directly
     with the sweep's seed (the reference: the function a cell calls, as `advsim audit`
@@ -425,6 +426,7 @@ def test_foreign_cell_file_is_refused(tmp_path):
         run_sweep(_bounds_config(), out, resume=True, progress=False)
 
 
+@pytest.mark.slow
 def test_plot_sweep_and_cli(tmp_path, capsys, monkeypatch):
     import advsim.sweep._runner as runner
 

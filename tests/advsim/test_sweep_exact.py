@@ -86,6 +86,7 @@ def _bounds(mechanism: dict, grid: dict, **sweep) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_class_path_sweep_has_the_exact_column_below_composition(tmp_path, cubic, engine_calls):
     config = tmp_path / "cubic.toml"
     config.write_text(
@@ -144,6 +145,7 @@ def test_replicates_reuse_one_exact_value_and_audit_rows_carry_it(tmp_path, cubi
     assert rows[1]["exact_time_s"] < rows[0]["exact_time_s"]  # found, not recomputed
 
 
+@pytest.mark.slow
 def test_a_vector_cell_leaves_the_exact_columns_empty(tmp_path, engine_calls):
     rows = run_sweep(
         _bounds(

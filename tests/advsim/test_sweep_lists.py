@@ -99,6 +99,7 @@ def test_bounds_mode_refuses_strategy_options():
         parse_config(data)
 
 
+@pytest.mark.slow
 def test_projected_split_with_its_selection_fraction_runs_in_a_sweep(tmp_path):
     path = tmp_path / "projected.toml"
     path.write_text(

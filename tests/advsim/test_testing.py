@@ -287,6 +287,7 @@ def _readme_section(title: str) -> str:
     return "\n".join(blocks)
 
 
+@pytest.mark.slow
 def test_readme_property_testing_section_runs():
     code = _readme_section("Property testing")
     # hypothesis reads each test's source (inspect.getsource) to seed it: give the extracted
@@ -406,6 +407,7 @@ def test_check_mechanism_simulated_checks():
         tst.check_mechanism(_Offset(), checks=("speed",))
 
 
+@pytest.mark.slow
 def test_check_adversary_passes_on_a_builtin_and_catches_a_reversed_sign():
     mechanism = LinearProcess(10, 0.5, 0.5)
     tst.check_adversary(ProjectionScore(), mechanism)

@@ -70,6 +70,7 @@ def test_registry_and_classes():
         assert a.method == name and "split" in a.threshold_selections
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_result_states_its_guarantee_and_serialises(method, scores):
     r = run(method, scores)
@@ -121,6 +122,7 @@ def test_split_and_same_are_labelled(method, scores):
         assert r.extras["threshold_point"] == r.threshold
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_deterministic_for_a_seed(method, scores):
     a, b = run(method, scores, seed=7), run(method, scores, seed=7)

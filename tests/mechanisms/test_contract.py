@@ -186,6 +186,7 @@ def test_accounting_matches_schedule(case):
     _check(case, "accounting")
 
 
+@pytest.mark.slow
 def test_same_key_same_scores_and_finite(case):
     # One compilation per case; the checks share its simulations.
     _check(case, "determinism", "finite")

@@ -76,6 +76,7 @@ def test_zero_data_last_model_matches_closed_form(k):
         _check_normal(out @ ortho, 0.0, sd)
 
 
+@pytest.mark.slow
 def test_poisson_sampled_canary_is_the_heuristic_mixture():
     n, k, q = 6, 3, 0.3
     mech = GradientCanary(
@@ -149,6 +150,7 @@ def test_gaussian_data_is_linear_process_with_data():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batching", ["fixed", "poisson"])
 def test_gaussian_data_shift_is_public_and_variance_is_sampling(batching):
     # Constant per-example gradients g_i (clipped to C by the engine): per step the data add

@@ -49,6 +49,7 @@ def _check_coordinate(y, p, s):
     assert pvalue > 1e-3, pvalue
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("v", [0.5, 3.0])
 def test_last_model_law_matches_equation_8(v):
     steps, q, sigma, n = 6, 0.3, 0.8, 20_000
@@ -97,6 +98,7 @@ def test_small_v_scales_do_not_overflow_float32():
     np.testing.assert_allclose(np.asarray(scale, np.float64), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_exact_epsilon_limits():
     # value_discretization_interval 1e-3 (8x faster than the default 1e-4; both are
     # pessimistic, measured within 1e-5 of each other here).

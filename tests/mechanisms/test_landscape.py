@@ -243,6 +243,7 @@ def test_two_regimes_of_figure_4b():
     assert ratio <= 0.5, eps
 
 
+@pytest.mark.slow
 def test_restoring_orientation_forgets_the_canary():
     # The literal sign of the paper's g_phi under Eq. (3)'s descent pushes the model back
     # across h every step: at B = 16, sigma = 1 the T = 25 audit collapses (measured
@@ -353,6 +354,7 @@ def test_engine_matches_an_independent_propagation(sigma, b):
     assert law.error < 1e-3 * law.epsilon
 
 
+@pytest.mark.slow
 def test_grid_law_matches_simulation_at_t25():
     # The propagated law of theta_25 against 1e5 simulated runs (KS on the grid's CDF).
     sigma, b = 2.0, 2
@@ -370,6 +372,7 @@ def test_grid_law_matches_simulation_at_t25():
         )
 
 
+@pytest.mark.slow
 def test_gdp_audit_is_not_a_bound_at_small_b_but_eps_delta_is():
     # sigma = 1, B = 1, T = 25: the exact eps(1e-5) of theta_25 is 1.09 (the release is
     # nearly a binary "side"), far below the accounting's 4.38. The GDP audit reads the

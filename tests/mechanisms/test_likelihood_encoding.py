@@ -181,6 +181,7 @@ def runs():
     return mech, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("canary_in", [True, False])
 def test_engine_matches_numpy_reference_and_decodes_the_exact_sum(runs, canary_in):
     mech, out = runs

@@ -89,6 +89,7 @@ def test_law_scales_by_learning_rate_times_clip_norm(clip_norm, learning_rate):
     assert abs(raw_mean - learning_rate * clip_norm * T * Q) <= 5 * se
 
 
+@pytest.mark.slow
 def test_law_every_third_step():
     # every(3) over T = 20: steps 1, 4, ..., 19, so n = 7 coins; the noise still comes
     # from all T steps.
@@ -101,6 +102,7 @@ def test_law_every_third_step():
     _check_law(y_out, 0, Q, math.sqrt(T) * SIGMA)
 
 
+@pytest.mark.slow
 def test_law_unchanged_by_zero_data():
     # 20 other examples with zero gradients ("zero" distribution, the adversarial-dataset
     # setting) are sampled every step but contribute nothing. The shape (T = 5, d = 5,

@@ -28,6 +28,7 @@ def separate():
     return simulate_one_run(_mech(), 40, key=0, batch=40)
 
 
+@pytest.mark.slow
 def test_scores_have_the_exact_law(separate):
     # Separate coordinates, fixed batch, T = 4, sigma = 1, eta = C = 1: an included
     # canary's score is T + N(0, T sigma^2) = N(4, 4), an excluded one's N(0, 4)

@@ -96,6 +96,7 @@ def test_radius_must_be_positive_and_finite(radius):
         ProjectedLinearCanary(5, 1.0, radius=radius)
 
 
+@pytest.mark.slow
 def test_audit_stays_below_the_exact_epsilon_below_the_bound():
     # R = 0.5, sigma = 1, T = 50, delta = 1e-5: the exact eps is about 2.2779 (the engine's
     # value with its refinement estimate; the dense chain's limit), hence the engine's

@@ -73,6 +73,7 @@ def test_bad_canary_arguments():
         load_dataset("digits", test_fraction=1.0)
 
 
+@pytest.mark.slow
 def test_parameter_counts_and_flat_round_trip():
     mlp = RealModelGradientCanary(5, 0.1, 1.0, model="mlp")
     assert mlp.dim == 30 * 32 + 32 + 32 + 1
@@ -84,6 +85,7 @@ def test_parameter_counts_and_flat_round_trip():
     assert len(names) == mlp.dim and names[-1] == "layers[1].bias[0]"
 
 
+@pytest.mark.slow
 def test_logistic_gradients_match_the_closed_form():
     mech = RealModelGradientCanary(5, 0.1, 1.0, num_examples=12)
     model = mech.init_model() + 0.1 * jax.random.normal(jax.random.key(2), (mech.dim,))
@@ -102,6 +104,7 @@ def test_logistic_gradients_match_the_closed_form():
     assert mech.max_batch_size == poisson_batch_bound(12, 0.1) and mech.num_examples == 12
 
 
+@pytest.mark.slow
 def test_gathered_batches_equal_the_all_examples_path():
     # max_batch_size 4 at an expected batch of 0.15 * 64 = 9.6: most steps take 3 or more
     # blocks. Same key, same memberships: the gathered engine and the all-n path (B = n)

@@ -75,6 +75,7 @@ def test_zeroing_without_canary_at_the_last_step_leaks_nothing():
     np.testing.assert_array_equal(np.asarray(log_probs), [0.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kwargs", "alpha"),
     [
@@ -103,6 +104,7 @@ def test_projection_law_matches_output_law():
     assert scale == pytest.approx(expected_scale, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_likelihood_ratio_is_monotone_in_projection():
     # All atoms are >= 0, so the likelihood ratio is increasing in the projection: both
     # scores order the runs identically (ties aside) and give the same audit.

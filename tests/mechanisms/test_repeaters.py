@@ -64,6 +64,7 @@ def trajectories(request):
     return mech, runs
 
 
+@pytest.mark.slow
 def test_counter_tracks_the_step(trajectories):
     mech, runs = trajectories
     decode = jax.vmap(mech.decode_step)

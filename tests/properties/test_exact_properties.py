@@ -221,6 +221,7 @@ def linear_canary_batch(steps: int) -> list[ProjectedScalarFieldConstruction]:
     ]
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=EXAMPLES)
 @given(construction_batches(convex_constructions, size=BATCH, steps=3, groups=1))
 @example(linear_canary_batch(3))
