@@ -63,7 +63,7 @@ def test_readme_keeps_the_quick_start_and_points_to_the_docs():
     quick = re.search(r"## Quick start\n.*?```bash\n(.*?)```", readme, flags=re.S).group(1)
     assert quick.splitlines() == [
         "pip install . && advsim audit",
-        'pip install -e ".[test]" && pytest',
+        'pip install -e ".[test]" && pytest -n auto',
     ]
     assert 'pip install -e ".[docs]" && mkdocs build' in readme
     # About two screens.
