@@ -334,6 +334,32 @@ def _upper_epsilons(delta: float, counts, steps, q: float, sigma: float) -> np.n
     return out
 
 
+def _coarse_horizons(big_t: int) -> np.ndarray:
+    """The first horizons `heuristic_epsilon_max_over_steps` evaluates: every t up to 64,
+    then 64 geometric and 64 evenly spaced points of [1, T]."""
+    return np.unique(
+        np.concatenate(
+            [
+                np.arange(1, min(big_t, 64) + 1),
+                np.geomspace(1, big_t, 64).round(),
+                np.linspace(1, big_t, 64).round(),
+            ]
+        ).astype(np.int64)
+    )
+
+
+def _split_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The horizons that split each gap [a_i, b_i]: `_SPLIT` evenly spaced points, or all
+    of a small gap."""
+    new = [
+        np.arange(lo, hi + 1)
+        if hi - lo + 1 <= _SPLIT
+        else np.linspace(lo, hi, _SPLIT + 2)[1:-1].round().astype(np.int64)
+        for lo, hi in zip(a.tolist(), b.tolist(), strict=True)
+    ]
+    return np.unique(np.concatenate(new))
+
+
 def heuristic_epsilon_max_over_steps(
     delta, steps, sampling_prob, noise_multiplier, *, progress: bool | None = None
 ) -> float:
@@ -396,16 +422,7 @@ def heuristic_epsilon_max_over_steps(
     def exact(ts):
         return _upper_epsilons(delta, ts, ts, q, sigma)
 
-    # Coarse grid: every t up to 64, then 64 geometric and 64 evenly spaced points.
-    grid = np.unique(
-        np.concatenate(
-            [
-                np.arange(1, min(big_t, 64) + 1),
-                np.geomspace(1, big_t, 64).round(),
-                np.linspace(1, big_t, 64).round(),
-            ]
-        ).astype(np.int64)
-    )
+    grid = _coarse_horizons(big_t)
     bar = tqdm(desc=f"max over t <= {big_t}", unit="t", disable=not progress, leave=False)
     with bar:
         evaluated = dict(zip(grid.tolist(), exact(grid).tolist(), strict=True))
@@ -421,18 +438,10 @@ def heuristic_epsilon_max_over_steps(
             open_ = bound > best * (1.0 - _SKIP_MARGIN)
             if not np.any(open_):
                 break
-            a, b = a[open_], b[open_]
-            # Split each open gap by _SPLIT evaluated points (all of a small gap).
-            new = [
-                np.arange(lo, hi + 1)
-                if hi - lo + 1 <= _SPLIT
-                else np.linspace(lo, hi, _SPLIT + 2)[1:-1].round().astype(np.int64)
-                for lo, hi in zip(a.tolist(), b.tolist(), strict=True)
-            ]
-            new = np.unique(np.concatenate(new))
+            new = _split_gaps(a[open_], b[open_])
             evaluated.update(zip(new.tolist(), exact(new).tolist(), strict=True))
             bar.update(new.size)
-            bar.set_postfix(best=f"{best:.6g}", open=int(a.size))
+            bar.set_postfix(best=f"{best:.6g}", open=int(np.count_nonzero(open_)))
     # t = T once more through the scalar path, so that the result is >= heuristic_epsilon
     # exactly.
     last = heuristic_epsilon(delta, big_t, q, sigma)
