@@ -349,6 +349,26 @@ def convex_constructions(
     return draw_one()
 
 
+def _draw_schedule(draw, schedule, steps: int) -> CanarySchedule:
+    """`schedule` itself, a draw from it (a strategy), or (None) every step (twice as
+    likely), every other step, only the first or only the last."""
+    if isinstance(schedule, CanarySchedule):
+        return schedule
+    if isinstance(schedule, st.SearchStrategy):
+        return draw(schedule)
+    return draw(
+        st.sampled_from(
+            (
+                CanarySchedule.every_step(),
+                CanarySchedule.every_step(),
+                CanarySchedule.every(2),
+                CanarySchedule.only(1),
+                CanarySchedule.only(steps),
+            )
+        )
+    )
+
+
 def scalar_constructions(
     *,
     steps=None,
@@ -420,22 +440,7 @@ def scalar_constructions(
             bump_heights=[c * draw(_uniform(-0.5, 0.5))],
             bump_widths=[spread],
         )
-        if isinstance(schedule, CanarySchedule):
-            sched = schedule
-        elif isinstance(schedule, st.SearchStrategy):
-            sched = draw(schedule)
-        else:
-            sched = draw(
-                st.sampled_from(
-                    (
-                        CanarySchedule.every_step(),
-                        CanarySchedule.every_step(),
-                        CanarySchedule.every(2),
-                        CanarySchedule.only(1),
-                        CanarySchedule.only(t),
-                    )
-                )
-            )
+        sched = _draw_schedule(draw, schedule, t)
         kwargs = dict(
             canary=canary,
             groups=fields,
