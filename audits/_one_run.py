@@ -359,23 +359,11 @@ def one_run_audit(
             "the scores were seen",
         )
     elif k_selection == "split":
-        rng = np.random.default_rng(check_int("seed", seed, minimum=0))
-        perm = rng.permutation(m)
-        sel, cnt = perm[: m // 2], perm[m // 2 :]
-        pairs = _check_pairs(default_k_candidates(m) if candidates is None else candidates, m)
-        sel_pairs = _scaled(pairs, m, sel.size)
-        _, chosen, _, _ = _best_pair(scores[sel], included[sel], sel_pairs, delta, level)
-        frac = (chosen[0] / sel.size, chosen[1] / sel.size)
-        (pair,) = _scaled([frac], 1, cnt.size)
-        m = cnt.size
-        r, v = one_run_guesses(scores[cnt], included[cnt], *pair)
-        eps = one_run_epsilon(m, r, v, delta=delta, level=level)
-        held_out, multiplicity = (
-            True,
-            f"k+ and k- chosen among {len(pairs)} pairs on {sel.size} other canaries, "
-            f"audited on the remaining {m}",
+        eps, pair, r, v, m, multiplicity, split_extras = _split_audit(
+            scores, included, candidates, seed, delta, level
         )
-        extras.update(seed=seed, n_candidates=len(pairs), chosen_on_selection_half=chosen)
+        held_out = True
+        extras.update(split_extras)
     else:
         pairs = _check_pairs(default_k_candidates(m) if candidates is None else candidates, m)
         bonf = k_selection == "bonferroni"
@@ -402,6 +390,28 @@ def one_run_audit(
         guesses=(r, v),
         extras=extras,
     )
+
+
+def _split_audit(scores, included, candidates, seed, delta: float, level: float):
+    """`k_selection="split"`: (k+, k-) chosen on a random half of the canaries, the other
+    half audited. Returns `(eps, pair, r, v, m audited, multiplicity text, extras)`."""
+    m = scores.size
+    rng = np.random.default_rng(check_int("seed", seed, minimum=0))
+    perm = rng.permutation(m)
+    sel, cnt = perm[: m // 2], perm[m // 2 :]
+    pairs = _check_pairs(default_k_candidates(m) if candidates is None else candidates, m)
+    sel_pairs = _scaled(pairs, m, sel.size)
+    _, chosen, _, _ = _best_pair(scores[sel], included[sel], sel_pairs, delta, level)
+    frac = (chosen[0] / sel.size, chosen[1] / sel.size)
+    (pair,) = _scaled([frac], 1, cnt.size)
+    r, v = one_run_guesses(scores[cnt], included[cnt], *pair)
+    eps = one_run_epsilon(cnt.size, r, v, delta=delta, level=level)
+    multiplicity = (
+        f"k+ and k- chosen among {len(pairs)} pairs on {sel.size} other canaries, "
+        f"audited on the remaining {cnt.size}"
+    )
+    extras = {"seed": seed, "n_candidates": len(pairs), "chosen_on_selection_half": chosen}
+    return eps, pair, r, v, cnt.size, multiplicity, extras
 
 
 def _scaled(pairs, m_from: int, m_to: int) -> list[tuple[int, int]]:
