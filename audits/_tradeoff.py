@@ -273,6 +273,24 @@ class TradeoffAudit(AbstractAudit):
             )
         return accounting
 
+    def _witnesses(self, sel_in, sel_out, search, a: float, delta: float):
+        """The thresholds to certify on the other half, chosen on this one (sorted scores
+        of each world): the `num_thresholds` farthest below the composition curve at the
+        search's sigma, and the one with the best (eps, delta) objective, for eps_lower.
+        Returns `(candidates, witnesses)`."""
+        cands = candidate_thresholds(sel_in, sel_out)
+        fp, fn = counts_at(sel_in, sel_out, cands)
+        a_sel = a / cands.size
+        alpha_sel = clopper_pearson_upper(fp, sel_out.size, a_sel)
+        beta_sel = clopper_pearson_upper(fn, sel_in.size, a_sel)
+        chosen = search.boundary(alpha_sel, beta_sel)
+        sigma_rank = chosen["sigma_bad"] if chosen["sigma_bad"] is not None else search.sigma0
+        margin = search.curve(sigma_rank)(alpha_sel) - beta_sel
+        m = min(self.num_thresholds, cands.size)
+        by_margin = np.argsort(-margin, kind="stable")[:m]
+        by_eps = int(np.argmax(np.maximum(*eps_delta_terms(alpha_sel, beta_sel, delta))))
+        return cands, np.unique(cands[np.append(by_margin, by_eps)])
+
     def __call__(
         self, scores: Scores, *, delta: float, accounting: Accounting | None = None
     ) -> AuditResult:
@@ -305,19 +323,7 @@ class TradeoffAudit(AbstractAudit):
         sel_in, cnt_in = split_halves(cin, rng)
         sel_out, cnt_out = split_halves(cout, rng)
         sel_in, sel_out = np.sort(sel_in), np.sort(sel_out)
-        cands = candidate_thresholds(sel_in, sel_out)
-        fp, fn = counts_at(sel_in, sel_out, cands)
-        a_sel = a / cands.size
-        alpha_sel = clopper_pearson_upper(fp, sel_out.size, a_sel)
-        beta_sel = clopper_pearson_upper(fn, sel_in.size, a_sel)
-        chosen = search.boundary(alpha_sel, beta_sel)
-        sigma_rank = chosen["sigma_bad"] if chosen["sigma_bad"] is not None else search.sigma0
-        margin = search.curve(sigma_rank)(alpha_sel) - beta_sel
-        m = min(self.num_thresholds, cands.size)
-        by_margin = np.argsort(-margin, kind="stable")[:m]
-        # ... and the threshold with the best (eps, delta) objective, for eps_lower.
-        by_eps = int(np.argmax(np.maximum(*eps_delta_terms(alpha_sel, beta_sel, delta))))
-        witnesses = np.unique(cands[np.append(by_margin, by_eps)])
+        cands, witnesses = self._witnesses(sel_in, sel_out, search, a, delta)
         m = witnesses.size
         c_in, c_out = np.sort(cnt_in), np.sort(cnt_out)
         fp_h, fn_h = counts_at(c_in, c_out, witnesses)
@@ -342,23 +348,7 @@ class TradeoffAudit(AbstractAudit):
             f"min_count = {self.min_count} false positives and false negatives "
             f"({int(c_out.size)} and {int(c_in.size)} runs); more runs are needed"
         )
-        certified = None
-        if lower["sigma_bad"] is not None:
-            certified = (
-                "the trade-off curve lies below that of DP-SGD with composition at noise "
-                f"multiplier {lower['sigma_bad']:.6g} (q = {accounting.sampling_prob:g}, "
-                f"{accounting.num_canary_steps} canary steps; composition-equivalent eps "
-                f"{lower['eps_bad']:.4g} at delta = {delta:g}): the release is not "
-                "(eps', delta(eps'))-DP for some eps' of that curve's profile, which does "
-                "not bound its eps at this delta"
-            )
-        guarantee = Guarantee(
-            statement="eps_delta_lower_bound",
-            assumption="none",
-            held_out=True,
-            multiplicity=f"Bonferroni over {m} thresholds chosen on the other half",
-            certified=certified,
-        )
+        guarantee = _guarantee(lower, accounting, delta, m)
 
         extras = {
             "assumption": self.assumption,
@@ -401,6 +391,28 @@ class TradeoffAudit(AbstractAudit):
             n_out=int(c_out.size),
             extras=extras,
         )
+
+
+def _guarantee(lower, accounting, delta: float, m: int) -> Guarantee:
+    """What a trade-off audit's eps_lower certifies (Bonferroni over its `m` held-out
+    thresholds), with the composition curve it violates, if any (`certified`)."""
+    certified = None
+    if lower["sigma_bad"] is not None:
+        certified = (
+            "the trade-off curve lies below that of DP-SGD with composition at noise "
+            f"multiplier {lower['sigma_bad']:.6g} (q = {accounting.sampling_prob:g}, "
+            f"{accounting.num_canary_steps} canary steps; composition-equivalent eps "
+            f"{lower['eps_bad']:.4g} at delta = {delta:g}): the release is not "
+            "(eps', delta(eps'))-DP for some eps' of that curve's profile, which does "
+            "not bound its eps at this delta"
+        )
+    return Guarantee(
+        statement="eps_delta_lower_bound",
+        assumption="none",
+        held_out=True,
+        multiplicity=f"Bonferroni over {m} thresholds chosen on the other half",
+        certified=certified,
+    )
 
 
 def tradeoff_audit(
