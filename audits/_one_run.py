@@ -362,8 +362,7 @@ def one_run_audit(
         eps, pair, r, v, m, multiplicity, split_extras = _split_audit(
             scores, included, candidates, seed, delta, level
         )
-        held_out = True
-        extras.update(split_extras)
+        held_out, extras = True, {**extras, **split_extras}
     else:
         pairs = _check_pairs(default_k_candidates(m) if candidates is None else candidates, m)
         bonf = k_selection == "bonferroni"
