@@ -57,10 +57,15 @@ class LastValue(advsim.AbstractAdversary):
 
 
 def _git_status() -> str:
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
+    """The repository's tracked changes, and any file the contributor's run could have
+    left in it (other tests running beside this one may write their own outputs)."""
+    tracked = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
+    left = sorted(str(p) for pattern in ("contrib*", "cubic*", "audit", "sweep")
+                  for p in REPO.glob(pattern))  # fmt: skip
+    return tracked + "\n".join(left)
 
 
 @pytest.mark.slow
@@ -109,4 +114,4 @@ def test_a_new_mechanism_and_adversary_from_outside_run_everywhere(tmp_path, mon
     rows = run_sweep(load_config(config), tmp_path / "sweep", progress=False)
     assert [r["alpha"] for r in rows] == [0.0, 0.01]
     assert all(r["mechanism"] == "Cubic" and r["exact_epsilon"] > 0 for r in rows)
-    assert _git_status() == before  # no file of the repository was written
+    assert _git_status() == before  # no file of the repository was written or left
