@@ -302,7 +302,7 @@ def run_sweep(
 
 
 def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> tuple[dict, list[Path]]:
-    """`(the run's metadata, the folders this session will create)`: that of the sweep in
+    """`(the run's metadata, the folders this call will create)`: that of the sweep in
     `out` when resuming it (same config), a new one otherwise; refuses a folder that holds
     another sweep, or cell files without a run file."""
     cells_dir = out / CELLS_DIR
@@ -325,7 +325,7 @@ def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> tuple[dict
         raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
     meta = provenance(config.to_dict())
     meta["sessions"] = []
-    # What this session creates; removed again if it fails before finishing a cell.
+    # What this call creates; removed again if it fails before finishing a cell.
     return meta, [p for p in (cells_dir, out, *out.parents) if not p.exists()]
 
 
