@@ -156,7 +156,13 @@ def plot_eps_vs_steps(
     """
     plt = styled_pyplot()
     fig, ax = plt.subplots(figsize=(3.6, 2.7))
-    _draw_curves(ax, rows, x)
+    _draw_curves(ax, rows, x, legend=False)
+    # The legend below the axes, one entry a line (the labels are long): inside the axes
+    # it covered the curves, and constrained layout drew it over the y label.
+    handles, labels = ax.get_legend_handles_labels()
+    if labels:
+        fig.set_size_inches(3.6, 2.7 + 0.17 * len(labels))
+        fig.legend(handles, labels, loc="outside lower center", frameon=False, ncol=1)
     if title:
         ax.set_title(title, fontsize=8)
     return save_figure(fig, path_stem)
