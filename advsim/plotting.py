@@ -351,8 +351,8 @@ def _draw_heatmap(
         ax.text(j, i, format(v, fmt) + mark, ha="center", va="center", fontsize=size,
                 color="white" if luminance < 0.5 else "black")
     _mark_legend(ax, marks)
-    cbar = fig.colorbar(im, ax=ax, shrink=0.9)
-    cbar.set_label(colorbar_label)
+    cbar = fig.colorbar(im, ax=ax)
+    cbar.set_label(colorbar_label, fontsize=7)
     if center is not None and lo < center < hi:
         cbar.ax.axhline(center, color="black", linewidth=0.8)
     return im
@@ -414,7 +414,7 @@ def plot_heatmap(
         colorbar_label = _label(value)
         delta = _delta_text(rows)
         if value in LABELS and "varepsilon" in LABELS[value] and delta:
-            colorbar_label += f" at {delta}"
+            colorbar_label += f"\nat {delta}"
     fig, ax = plt.subplots(figsize=_figsize(xs, ys))
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
                   colorbar_label=colorbar_label, log_color=log_color,
