@@ -48,7 +48,7 @@ def test_heatmap_writes_every_value_with_contrasting_text(captured):
     assert by_value[format(min(r["heuristic"] for r in rows), ".3g")] == "white"
     assert by_value[format(max(r["heuristic"] for r in rows), ".3g")] == "black"
     colorbar = fig.axes[1]
-    assert colorbar.get_ylabel() == r"heuristic $\varepsilon$ at $\delta=10^{-5}$"
+    assert colorbar.get_ylabel() == "heuristic $\\varepsilon$\nat $\\delta=10^{-5}$"
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.2", "0.5"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2"]
