@@ -14,20 +14,14 @@ so its numerical error is measured, not assumed.
   threshold cell integrated by interpolation);
 - `discrete_epsilon`, `discrete_privacy_profile`, `discrete_tradeoff`: privacy of two
   discrete laws on the same cells;
+- `FixedGridEpsilon`: the value on one fixed grid as a jittable, differentiable function of
+  the construction (for searches over a family of constructions);
 - `check_scalar_law` (whether a mechanism has what the engine needs) and `grid_work` (the
   coarsest grid's nodes x steps x count components, known before any work).
 """
 
-from advsim.exact._api import (
-    DEFAULT_CELLS_PER_SD,
-    ERROR_KIND,
-    ExactEpsilon,
-    GridTooLargeError,
-    LostMassError,
-    last_iterate_epsilon,
-    last_iterate_epsilons,
-    resolution_limit,
-)
+from advsim.exact import _api
+from advsim.exact._api import *  # noqa: F403 (the public call and its result)
 from advsim.exact._divergence import (
     discrete_epsilon,
     discrete_privacy_profile,
@@ -35,14 +29,12 @@ from advsim.exact._divergence import (
     grid_delta,
     grid_epsilon,
 )
+from advsim.exact._gradient import FixedGridEpsilon
 from advsim.exact._plan import check_scalar_law, grid_work
 
 __all__ = [
-    "DEFAULT_CELLS_PER_SD",
-    "ERROR_KIND",
-    "ExactEpsilon",
-    "GridTooLargeError",
-    "LostMassError",
+    *_api.__all__,
+    "FixedGridEpsilon",
     "check_scalar_law",
     "discrete_epsilon",
     "discrete_privacy_profile",
@@ -50,7 +42,4 @@ __all__ = [
     "grid_delta",
     "grid_epsilon",
     "grid_work",
-    "last_iterate_epsilon",
-    "last_iterate_epsilons",
-    "resolution_limit",
 ]

@@ -1,0 +1,84 @@
+"""`advsim search CONFIG`: a counterexample searched against its exact epsilon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advsim.cli._common import UsageError, _add_run_options, _check_out, _cleanup_if_empty, _command
+
+__all__ = ["add_search_command"]
+
+_EXAMPLE_CONFIG = """\
+[search]                      # a cell of Cebere et al.'s Fig. 4 heatmap
+steps = 25
+noise_multiplier = 2.0
+batching = "fixed"
+counts = [4]                  # B identical examples
+canary_schedule = "only:1"
+canary_sampled = false
+step_sizes = "landscape"      # 1 at step 1, then 1/B
+per_step = ["groups"]         # the data field may change with the step
+search = ["groups", "regularizer"]
+starts = ["landscape", "linear"]
+iterations = 100
+"""
+
+
+def _cmd_search(args) -> int:
+    from advsim.search import confirm, load_config, search  # here: the parser imports no jax
+
+    config = load_config(args.config)
+    out = (
+        Path(args.out)
+        if args.out is not None
+        else Path("advsim-results") / (f"search-{Path(args.config).stem}")
+    )
+    if args.out is not None and not str(args.out).strip():
+        raise UsageError("--out '' names no folder; give a folder path")
+    _check_out("--out", out)
+    if (out / "state.json").exists() and not args.resume:
+        raise UsageError(
+            f"--out {out} holds a search already: add --resume to continue it, or choose "
+            "another folder"
+        )
+    with _cleanup_if_empty(out):
+        result = search(config, out, resume=args.resume, progress=not args.quiet)
+    s = result.summary()
+    print(f"best construction: {out / 'best.json'} (from {s['best_from']})")
+    print(f"  exact epsilon      {s['exact_epsilon']:.4f} +- {s['exact_error']:.1e} "
+          f"(refinement estimate, delta = {config.delta:g})")  # fmt: skip
+    print(f"  best paper start   {s['best_paper_exact_epsilon']:.4f}")
+    print(f"  random search      {s['random_exact_epsilon']:.4f} (same budget)")
+    print(f"  heuristic          {s['heuristic_epsilon']:.4f}")
+    print(f"  composition        {s['composition_epsilon']:.4f}")
+    if not result.improved:
+        print("  the search found nothing better than its best start (beyond the engine's error)")
+    if config.confirm_runs:
+        c = confirm(result.best, config.delta, config.confirm_runs, seed=config.seed,
+                    progress=not args.quiet)  # fmt: skip
+        verdict = "yes" if c.sound else "NO"
+        print(f"confirmation by simulation ({c.runs:,} runs per world): eps_lower "
+              f"{c.eps_lower:.4f} ({c.guarantee})")  # fmt: skip
+        print(f"  at most the exact epsilon {c.exact_epsilon:.4f} + its error: {verdict}")
+        if c.certified is not None:
+            print(f"  certify_violation of the heuristic at these runs: {c.certified}")
+    print(f"wrote {out / 'search.json'}, {out / 'trace.csv'}, {out / 'fields.png'}")
+    return 0
+
+
+def add_search_command(sub) -> None:
+    """Adds `advsim search` to the subcommands `sub`."""
+    p = _command(
+        sub,
+        _cmd_search,
+        "search",
+        help="search a 1-D construction maximising the exact last-iterate epsilon",
+        epilog="a config (TOML):\n" + _EXAMPLE_CONFIG + "\nexample:\n  advsim search "
+        "cell.toml --out advsim-results/cell\n",
+    )
+    p.add_argument("config", help="a TOML file with a [search] table (advsim.search.SearchConfig)")
+    _add_run_options(
+        p,
+        out_help="output folder (default advsim-results/search-<config name>)",
+        resume_help="continue the search already in --out",
+    )

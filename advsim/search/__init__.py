@@ -1,0 +1,38 @@
+r"""Counterexamples found by search: the piecewise-linear family against its exact epsilon.
+
+`search(config, folder)` maximises the exact last-iterate epsilon at one cell (T, q,
+sigma, delta, batch structure) over `advsim.mechanisms.PiecewiseConstruction`: projected
+Adam through the exact-law engine's fixed-grid value (`advsim.exact.FixedGridEpsilon`,
+differentiated by the implicit function theorem) from the papers' constructions and
+random members, beside random search at the same budget. Every reported epsilon is
+recomputed by `advsim.exact.last_iterate_epsilon`. `confirm` runs a construction through
+the simulation engine and audits it; `plot_fields` draws it. The CLI is `advsim search
+CONFIG`.
+"""
+
+from advsim.search._config import (
+    FIELDS,
+    START_KINDS,
+    SearchConfig,
+    config_from_mapping,
+    load_config,
+)
+from advsim.search._family import Family, build_family, paper_start
+from advsim.search._report import Confirmation, confirm, plot_fields
+from advsim.search._run import SearchResult, search
+
+__all__ = [
+    "FIELDS",
+    "START_KINDS",
+    "Confirmation",
+    "Family",
+    "SearchConfig",
+    "SearchResult",
+    "build_family",
+    "config_from_mapping",
+    "confirm",
+    "load_config",
+    "paper_start",
+    "plot_fields",
+    "search",
+]

@@ -1,0 +1,476 @@
+r"""Piecewise-linear scalar constructions: one mechanism class whose parameters are data.
+
+The 1-D counterexamples of the hidden-state papers are all DP-SGD runs on a scalar model
+whose gradients are functions of the model value (and the step): the linear loss of the
+heuristic's tight case, the zeroing and quadratic regularizers of Section 4 of
+arXiv:2410.06186, the threshold landscape of Eq. (3) of arXiv:2405.14457. This module
+states them in one family, so that a construction is a small file (`save` / `load`) that
+a search can optimise (`advsim.search`) and a sweep can name by class path:
+
+- every field is a `PiecewiseField`, piecewise linear in the model value with K knots
+  and a jump allowed at each knot, optionally one row of values per step;
+- the canary's field and each data group's field are clipped to $[-C, C]$ by the engine
+  (as every per-example gradient is), the regularizer's field is applied unclipped;
+- the batch structure is the usual one: groups of identical examples (`counts`), all
+  present at fixed batching or each Poisson-sampled at rate q, and a canary schedule;
+- the step sizes are one learning rate or one per step (the landscape takes a first step
+  of size 1, then steps of size 1/B).
+
+Step t of the run (Algorithm 1 of arXiv:2410.06186 in one dimension):
+$m_t = m_{t-1} - \eta_t\big(b_t\,\mathrm{clip}_C(g_c(m_{t-1}, t)) + \sum_j n_{j,t}\,
+\mathrm{clip}_C(g_j(m_{t-1}, t)) + r'(m_{t-1}, t) + \sigma C \xi_t\big)$.
+The constructions are `advsim.AbstractScalarLaw` mechanisms: `advsim.exact` gives their
+exact epsilon, and `advsim.simulate` runs them like any other mechanism.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from advsim import AbstractScalarLaw, CanarySchedule, DPSGDParams
+from advsim.validation import as_traced_float, check_finite, check_int
+
+__all__ = ["FILE_FORMAT", "PiecewiseConstruction", "PiecewiseField"]
+
+FILE_FORMAT = "advsim.piecewise/1"
+"""The `format` entry of a saved construction (`PiecewiseConstruction.save`)."""
+
+
+def _matrix(name: str, values, knots: int, steps: int | None) -> np.ndarray:
+    """`values` as a float64 (rows, knots) array: one row (every step) or one per step."""
+    arr = np.asarray(values, np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != knots:
+        raise ValueError(
+            f"{name} must have shape ({knots},) or (rows, {knots}) for {knots} knot(s), got "
+            f"shape {np.shape(values)}"
+        )
+    if steps is not None and arr.shape[0] not in (1, steps):
+        raise ValueError(
+            f"{name} must have 1 row (every step) or {steps} rows (one per step), got "
+            f"{arr.shape[0]}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {arr.tolist()!r}")
+    return arr
+
+
+class PiecewiseField(eqx.Module):
+    r"""A gradient field of a scalar model, piecewise linear with jumps at its knots.
+
+    $$g(m, t) = \mathrm{PL}_t(m) + \sum_k s_{t,k}\,\mathbf{1}[m > \kappa_k],$$
+
+    where $\mathrm{PL}_t$ interpolates the row `values[t]` linearly between the knots
+    $\kappa_1 < \dots < \kappa_K$ and is constant beyond the end knots, and $s_{t,k}$ is
+    the jump at knot k (`jumps[t]`). So $g(\kappa_k) = \mathrm{PL}_t(\kappa_k) + \sum_{j<k}
+    s_{t,j}$: the field is continuous from the left at a jump. A field with one row is the
+    same at every step; one with T rows uses row t - 1 at step t. Every array is float64
+    numpy, so fields of one shape share a compiled propagation or simulation. A field given
+    `jumps` (even zeros) declares its knots as breakpoints to `advsim.exact`, which then
+    splits the grid cell holding each; one without is continuous.
+
+    Args:
+        knots: $\kappa$, strictly increasing, K >= 1.
+        values: (K,) or (rows, K).
+        jumps: same shape as `values`, or None (default: a continuous field).
+        steps: T, when known: then the rows must be 1 or T.
+
+    Raises:
+        ValueError: knots not increasing, shapes that disagree, values not finite.
+
+    Example:
+        >>> g = PiecewiseField(knots=[0.5], values=[1.0], jumps=[-2.0])  # +1, then -1
+        >>> [float(v) for v in g(jnp.array([0.0, 0.5, 1.0]), 1)]
+        [1.0, 1.0, -1.0]
+    """
+
+    knots: np.ndarray
+    values: np.ndarray
+    jumps: np.ndarray | None
+
+    def __init__(self, knots: Sequence[float], values, jumps=None, *, steps: int | None = None):
+        k = np.asarray(knots, np.float64).reshape(-1)
+        if k.size == 0 or not np.all(np.isfinite(k)) or np.any(np.diff(k) <= 0):
+            raise ValueError(
+                f"knots must be one or more finite, strictly increasing values, got {k.tolist()!r}"
+            )
+        self.knots = k
+        self.values = _matrix("values", values, k.size, steps)
+        self.jumps = None if jumps is None else _matrix("jumps", jumps, k.size, steps)
+        if self.jumps is not None and self.jumps.shape != self.values.shape:
+            raise ValueError(
+                f"jumps must have the shape of values {self.values.shape}, got {self.jumps.shape}"
+            )
+
+    @classmethod
+    def constant(cls, value: float) -> PiecewiseField:
+        """g(m) = value everywhere (a linear loss's gradient)."""
+        return cls(knots=[0.0], values=[value])
+
+    @classmethod
+    def linear(cls, slope: float, *, radius: float) -> PiecewiseField:
+        """g(m) = slope * m on [-radius, radius], constant beyond (a quadratic loss or
+        regularizer, exact wherever the model stays within the radius)."""
+        return cls(knots=[-radius, radius], values=[-slope * radius, slope * radius])
+
+    @property
+    def rows(self) -> int:
+        """1 (the same field every step) or T (one row per step)."""
+        return int(self.values.shape[0])
+
+    def __call__(self, m: Float[Array, "*s"], t: Int[Array, ""]) -> Float[Array, "*s"]:
+        """g(m, t), elementwise, in the dtype of `m` (jittable)."""
+        row = jnp.clip(jnp.asarray(t, jnp.int32) - 1, 0, self.rows - 1)
+        knots = jnp.asarray(self.knots, m.dtype)
+        values = jnp.asarray(self.values, m.dtype)[row]
+        out = jnp.interp(m, knots, values)
+        if self.jumps is None:
+            return out
+        jumps = jnp.asarray(self.jumps, m.dtype)[row]
+        steps = (m[..., None] > knots).astype(m.dtype)
+        return out + jnp.sum(jumps * steps, axis=-1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The field as JSON-ready lists."""
+        return {
+            "knots": self.knots.tolist(),
+            "values": self.values.tolist(),
+            "jumps": None if self.jumps is None else self.jumps.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, steps: int | None = None) -> PiecewiseField:
+        """The field `to_dict` wrote."""
+        unknown = sorted(set(data) - {"knots", "values", "jumps"})
+        if unknown:
+            raise ValueError(f"a field has entries knots, values, jumps; unknown: {unknown}")
+        return cls(data["knots"], data["values"], data.get("jumps"), steps=steps)
+
+
+def _field(name: str, value, steps: int) -> PiecewiseField:
+    if value is None:
+        return PiecewiseField.constant(0.0)
+    if isinstance(value, Mapping):
+        return PiecewiseField.from_dict(value, steps=steps)
+    if isinstance(value, PiecewiseField):
+        if value.rows not in (1, steps):
+            raise ValueError(
+                f"{name} has {value.rows} rows of values: 1 (every step) or steps = {steps}"
+            )
+        return value
+    raise TypeError(f"{name} must be a PiecewiseField or its dict, got {type(value).__name__}")
+
+
+class PiecewiseConstruction(AbstractScalarLaw):
+    r"""A scalar DP-SGD construction whose fields are `PiecewiseField`s (module docstring).
+
+    The family holds the papers' 1-D constructions: `linear_loss` (the heuristic's tight
+    case), `zeroing_regularizer` and `quadratic_regularizer` (Section 4 of
+    arXiv:2410.06186), `threshold_landscape` (Eq. (3) of arXiv:2405.14457); each gives the
+    same exact epsilon as the mechanism that states it by hand. `save` writes a construction
+    to a small JSON file and `load` reads it back, optionally with other T, q or sigma: a
+    sweep config names `"advsim.mechanisms:PiecewiseConstruction.load"` with `path`.
+
+    Args:
+        steps: T >= 1.
+        sampling_prob: q in (0, 1] (the data groups' and the canary's rate at Poisson
+            batching).
+        noise_multiplier: sigma > 0.
+        canary: the canary's gradient field (clipped to [-C, C] by the engine).
+        groups: the data groups' fields, one per group (each clipped).
+        counts: identical examples per group (default 1 each).
+        regularizer: the regularizer's gradient field, never clipped (default 0).
+        init: m_0 (default 0).
+        step_sizes: one learning rate per step, shape (T,) (default: `learning_rate` at
+            every step).
+        clip_norm: C > 0.
+        learning_rate: eta > 0, every step's (when `step_sizes` is not given).
+        canary_schedule: a `CanarySchedule` or its string form (default: every step,
+            sampled).
+        batching: "poisson" (default) or "fixed".
+
+    Raises:
+        ValueError, TypeError: a value out of range or of the wrong shape, naming it.
+
+    Example:
+        >>> from advsim.exact import last_iterate_epsilon
+        >>> from advsim.bounds import heuristic_epsilon
+        >>> mech = PiecewiseConstruction.linear_loss(steps=10, sampling_prob=0.1,
+        ...                                          noise_multiplier=1.0)
+        >>> exact = last_iterate_epsilon(mech, 1e-5)
+        >>> abs(exact.epsilon / heuristic_epsilon(1e-5, 10, 0.1, 1.0) - 1) < 1e-3
+        True
+    """
+
+    params: DPSGDParams
+    init: np.ndarray
+    canary: PiecewiseField
+    groups: tuple[PiecewiseField, ...]
+    counts: np.ndarray
+    regularizer: PiecewiseField
+    step_sizes: np.ndarray
+
+    def __init__(
+        self,
+        steps: int,
+        sampling_prob: float,
+        noise_multiplier: float,
+        *,
+        canary: PiecewiseField | Mapping,
+        groups: Sequence[PiecewiseField | Mapping] = (),
+        counts: Sequence[int] | None = None,
+        regularizer: PiecewiseField | Mapping | None = None,
+        init: float = 0.0,
+        step_sizes: Sequence[float] | None = None,
+        clip_norm: float = 1.0,
+        learning_rate: float | None = None,
+        canary_schedule: CanarySchedule | str | None = None,
+        batching: Literal["poisson", "fixed"] = "poisson",
+    ):
+        steps = check_int("steps", steps, minimum=1, maximum=10**6)
+        if step_sizes is not None and learning_rate is not None:
+            raise ValueError(
+                "give learning_rate (every step) or step_sizes (one per step), not both"
+            )
+        if step_sizes is not None:
+            sizes = np.asarray(step_sizes, np.float64).reshape(-1)
+            if sizes.shape != (steps,) or not np.all(np.isfinite(sizes) & (sizes > 0)):
+                raise ValueError(
+                    f"step_sizes must be {steps} finite values > 0 (one per step), got "
+                    f"{np.asarray(step_sizes).tolist()!r}"
+                )
+            learning_rate = float(sizes[0])
+        self.params = DPSGDParams(
+            steps, sampling_prob, noise_multiplier, clip_norm=clip_norm,
+            learning_rate=1.0 if learning_rate is None else learning_rate,
+            canary_schedule=canary_schedule, batching=batching,
+        )  # fmt: skip
+        self.step_sizes = (
+            np.asarray(self.params.learning_rate, np.float64).reshape(1)
+            if step_sizes is None
+            else sizes
+        )
+        self.init = as_traced_float("init", init, check_finite)
+        self.canary = _field("canary", canary, steps)
+        self.groups = tuple(_field(f"groups[{i}]", g, steps) for i, g in enumerate(groups))
+        counts = [1] * len(self.groups) if counts is None else list(counts)
+        if len(counts) != len(self.groups):
+            raise ValueError(
+                f"counts must have one entry per group ({len(self.groups)}), got {counts!r}"
+            )
+        checked = [
+            check_int(f"counts[{i}]", n, minimum=0, maximum=2**31 - 1) for i, n in enumerate(counts)
+        ]
+        self.counts = np.asarray(checked, np.int64)
+        self.regularizer = _field("regularizer", regularizer, steps)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, PiecewiseConstruction]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        field = PiecewiseField([-1.0, 0.0, 1.0], [0.5, -1.0, 2.0], [0.0, 0.5, 0.0])
+        return {
+            "landscape": cls.threshold_landscape(5, 2.0, 4),
+            "poisson-groups": cls(
+                4,
+                0.2,
+                1.5,
+                canary=field,
+                groups=[field, PiecewiseField.constant(0.3)],
+                counts=[3, 2],
+                regularizer=PiecewiseField.linear(0.5, radius=4.0),
+            ),  # fmt: skip
+        }
+
+    # The mechanism ------------------------------------------------------------------
+
+    def init_model(self) -> Float[Array, " d"]:
+        return jnp.reshape(jnp.asarray(self.init, jnp.float32), (1,))
+
+    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
+        return self.canary(model, t)
+
+    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "g d"]:
+        if not self.groups:
+            return jnp.zeros((0, 1), model.dtype)
+        return jnp.stack([g(model, t) for g in self.groups])
+
+    def data_counts(self) -> Int[Array, " g"]:
+        return jnp.asarray(self.counts, jnp.int32)
+
+    def regularizer_gradient(
+        self, model: Float[Array, " d"], t: Int[Array, ""]
+    ) -> Float[Array, " d"]:
+        return self.regularizer(model, t)
+
+    def step_size(self, t: Int[Array, ""]):
+        """eta_t: `step_sizes[t - 1]`, or the one learning rate."""
+        sizes = jnp.asarray(self.step_sizes)
+        return sizes[jnp.clip(jnp.asarray(t, jnp.int32) - 1, 0, sizes.shape[0] - 1)]
+
+    def field_breakpoints(self) -> Float[Array, " k"]:
+        """The knots of every field given jumps: where a field may jump (`advsim.exact`)."""
+        fields = (self.canary, *self.groups, self.regularizer)
+        knots = [jnp.asarray(f.knots) for f in fields if f.jumps is not None]
+        return jnp.concatenate(knots) if knots else jnp.zeros((0,))
+
+    # The papers' constructions -----------------------------------------------------
+
+    @classmethod
+    def linear_loss(cls, steps: int, sampling_prob: float, noise_multiplier: float, **options):
+        """The canary's linear loss $-Cm$ alone (`advsim.mechanisms.LinearProcess` at d = 1,
+        no data): the last-iterate heuristic's tight case (Theorem 1 of arXiv:2410.06186)."""
+        c = float(options.get("clip_norm", 1.0))
+        return cls(steps, sampling_prob, noise_multiplier, canary=PiecewiseField.constant(-c),
+                   **options)  # fmt: skip
+
+    @classmethod
+    def zeroing_regularizer(
+        cls, steps: int, sampling_prob: float, noise_multiplier: float, *, radius=None, **options
+    ):
+        r"""`advsim.mechanisms.ZeroingRegularizer`: the linear loss plus $r(m) = m^2 / (2\eta)$
+        (Section 4.1 of arXiv:2410.06186), its field $m / \eta$ exact on
+        $[-\text{radius}, \text{radius}]$ (default: 40 noise sds plus two moves, where the
+        model stays but for a mass below 1e-300)."""
+        c = float(options.get("clip_norm", 1.0))
+        eta = float(options.get("learning_rate", 1.0))
+        if radius is None:
+            radius = eta * c * (40.0 * float(noise_multiplier) + 2.0)
+        return cls(
+            steps, sampling_prob, noise_multiplier, canary=PiecewiseField.constant(-c),
+            regularizer=PiecewiseField.linear(1.0 / eta, radius=radius), **options,
+        )  # fmt: skip
+
+    @classmethod
+    def quadratic_regularizer(
+        cls, steps: int, sampling_prob: float, noise_multiplier: float, *, alpha: float,
+        radius: float, **options,
+    ):  # fmt: skip
+        r"""`advsim.mechanisms.QuadraticRegularizer`: the linear loss plus $r(m) = \alpha
+        m^2 / 2$ (Section 4.2 of arXiv:2410.06186), exact on $[-\text{radius},
+        \text{radius}]$ (no default: the model's spread grows with T)."""
+        c = float(options.get("clip_norm", 1.0))
+        return cls(
+            steps, sampling_prob, noise_multiplier, canary=PiecewiseField.constant(-c),
+            regularizer=PiecewiseField.linear(alpha, radius=radius), **options,
+        )  # fmt: skip
+
+    @classmethod
+    def threshold_landscape(
+        cls, steps: int, noise_multiplier: float, batch_size: int, *, threshold=None,
+        clip_norm: float = 1.0,
+    ):  # fmt: skip
+        r"""`advsim.mechanisms.ThresholdLandscape` (reinforcing orientation): a canary of
+        gradient $-C$ at step 1 only (unsampled), then B identical examples whose gradient
+        is $+C$ up to the threshold h and $-C$ above it, with step sizes 1, then 1/B (Eq. (3)
+        of arXiv:2405.14457)."""
+        b = check_int("batch_size", batch_size, minimum=1, maximum=2**31 - 1)
+        h = clip_norm / 2.0 if threshold is None else float(threshold)
+        rows = np.full((steps, 1), clip_norm)
+        rows[0] = 0.0  # step 1 is the canary's alone
+        jumps = np.full((steps, 1), -2.0 * clip_norm)
+        jumps[0] = 0.0
+        return cls(
+            steps, 1.0, noise_multiplier, canary=PiecewiseField.constant(-clip_norm),
+            groups=[PiecewiseField([h], rows, jumps, steps=steps)], counts=[b],
+            step_sizes=[1.0] + [1.0 / b] * (steps - 1), clip_norm=clip_norm,
+            canary_schedule=CanarySchedule.only(1, sampled=False), batching="fixed",
+        )  # fmt: skip
+
+    # Files ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The construction as JSON-ready data (`save`)."""
+        schedule = self.canary_schedule
+        return {
+            "format": FILE_FORMAT,
+            "steps": self.steps,
+            "sampling_prob": float(self.sampling_prob),
+            "noise_multiplier": float(self.noise_multiplier),
+            "clip_norm": float(self.clip_norm),
+            "step_sizes": self.step_sizes.tolist(),
+            "init": float(self.init),
+            "batching": self.batching,
+            "canary_schedule": dict(
+                period=schedule.period,
+                first=schedule.first,
+                last=schedule.last,
+                sampled=schedule.sampled,
+            ),  # fmt: skip
+            "canary": self.canary.to_dict(),
+            "groups": [g.to_dict() for g in self.groups],
+            "counts": self.counts.tolist(),
+            "regularizer": self.regularizer.to_dict(),
+        }
+
+    def save(self, path: str | os.PathLike, *, metadata: Mapping[str, Any] | None = None) -> Path:
+        """Writes the construction to a JSON file (atomically: a temporary file renamed),
+        with optional `metadata` (how it was found) beside it. Returns the path."""
+        path = Path(path)
+        data = self.to_dict()
+        if metadata:
+            data["metadata"] = dict(metadata)
+        text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **overrides) -> PiecewiseConstruction:
+        """The construction `to_dict` wrote; `overrides` replace steps, sampling_prob,
+        noise_multiplier or clip_norm (a field with one row per step needs its T)."""
+        if data.get("format") != FILE_FORMAT:
+            raise ValueError(f"not a {FILE_FORMAT} construction: format {data.get('format')!r}")
+        allowed = {"steps", "sampling_prob", "noise_multiplier", "clip_norm"}
+        bad = sorted(set(overrides) - allowed)
+        if bad:
+            raise ValueError(f"a loaded construction can override {sorted(allowed)}, not {bad}")
+        args = {k: data[k] for k in allowed} | overrides
+        steps = check_int("steps", args["steps"], minimum=1, maximum=10**6)
+        sizes = np.asarray(data["step_sizes"], np.float64)
+        if sizes.size not in (1, steps):
+            raise ValueError(
+                f"steps = {steps}: this construction has one step size per step for "
+                f"T = {sizes.size}; load it with that T"
+            )
+        sched = data["canary_schedule"]
+        return cls(
+            steps, args["sampling_prob"], args["noise_multiplier"],
+            canary=data["canary"], groups=data["groups"], counts=data["counts"],
+            regularizer=data["regularizer"], init=data["init"],
+            step_sizes=None if sizes.size == 1 else sizes,
+            learning_rate=float(sizes[0]) if sizes.size == 1 else None,
+            clip_norm=args["clip_norm"], batching=data["batching"],
+            canary_schedule=CanarySchedule(sched["period"], sched["first"], sched["last"],
+                                           sched["sampled"]),
+        )  # fmt: skip
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **overrides) -> PiecewiseConstruction:
+        """The construction saved at `path` (`save`), with optional overrides of steps,
+        sampling_prob, noise_multiplier, clip_norm (`from_dict`)."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"cannot read a construction from path {str(path)!r}: {err}") from None
+        return cls.from_dict(data, **overrides)
