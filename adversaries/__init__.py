@@ -1,20 +1,17 @@
-"""Adversaries: one file per family (projection / likelihood-ratio scores, canaries, ...)."""
+"""Adversaries: one file per family (projection / likelihood-ratio scores, canaries, ...).
 
-from advsim.adversaries.gradient_canary import (
-    BiasedCoordinate,
-    RandomDirection,
-    SimulatedBiasedDimension,
-)
-from advsim.adversaries.history import CoordinateLikelihoodRatio
-from advsim.adversaries.landscape import ThresholdAdversary, ThresholdSearch
-from advsim.adversaries.likelihood_encoding import LikelihoodSumDecoder
-from advsim.adversaries.projection import LikelihoodRatioScore, ProjectionScore
-from advsim.adversaries.real_models import CanaryGradientProjection, CanaryLoss
-from advsim.adversaries.repeaters import RepeaterDecoder
+The package exports every name of every public module's `__all__` (the modules are found
+by listing this folder), so a new module's adversary is `advsim.adversaries.<Name>`
+without an edit here.
+"""
 
-__all__ = ["LikelihoodRatioScore", "ProjectionScore"]
-__all__ += ["CoordinateLikelihoodRatio", "RepeaterDecoder"]
-__all__ += ["LikelihoodSumDecoder"]
-__all__ += ["ThresholdAdversary", "ThresholdSearch"]
-__all__ += ["BiasedCoordinate", "RandomDirection", "SimulatedBiasedDimension"]
-__all__ += ["CanaryGradientProjection", "CanaryLoss"]
+import importlib as _importlib
+import pkgutil as _pkgutil
+
+__all__: list[str] = []
+for _info in _pkgutil.iter_modules(__path__):
+    if not _info.name.startswith("_"):
+        _module = _importlib.import_module(f"{__name__}.{_info.name}")
+        globals().update({name: getattr(_module, name) for name in _module.__all__})
+        __all__ += _module.__all__
+del _info, _module

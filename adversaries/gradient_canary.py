@@ -97,6 +97,11 @@ class BiasedCoordinate(AbstractAdversary):
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
         return _displacement(mechanism, release)[self.coordinate]
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, BiasedCoordinate]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"RealModelGradientCanary:logistic": cls(3)}
+
 
 class RandomDirection(AbstractAdversary):
     r"""$\mathcal{A}_{CotS}$: a crafted gradient $C u$, $u$ uniform on the sphere (Alg. 7-8).
@@ -142,6 +147,11 @@ class RandomDirection(AbstractAdversary):
             return proj
         norm = jnp.linalg.norm(disp)
         return jnp.where(norm > 0, proj / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, RandomDirection]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"GradientCanary:logistic": cls(1)}
 
 
 @eqx.filter_jit
@@ -241,3 +251,8 @@ class SimulatedBiasedDimension(AbstractAdversary):
         # The crafted direction is e_{j*}, so this is theta_T[j*] - theta_0[j*].
         disp = _displacement(mechanism, release)
         return jnp.dot(disp, jnp.asarray(mechanism.canary_direction, disp.dtype))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, SimulatedBiasedDimension]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"GradientCanary:logistic": cls()}

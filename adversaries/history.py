@@ -62,3 +62,8 @@ class CoordinateLikelihoodRatio(AbstractAdversary):
         model = (release if release.ndim == 1 else release[-1]) - mechanism.init_model()
         y = model[: unit.shape[0]] / unit
         return jnp.sum(bernoulli_gaussian_llr(y, prob, scale))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, CoordinateLikelihoodRatio]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"HistoryRegularizer:v-3": cls()}

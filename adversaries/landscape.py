@@ -78,6 +78,11 @@ class ThresholdAdversary(AbstractAdversary):
         model = release if release.ndim == 1 else release[-1]
         return (model - mechanism.init_model())[0]
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, ThresholdAdversary]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"ThresholdLandscape:batch-4": cls()}
+
 
 class ThresholdSearch(eqx.Module):
     r"""Algorithm 5 of arXiv:2405.14457 (Appendix F) as an adversary variant.

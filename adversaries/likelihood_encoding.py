@@ -41,3 +41,8 @@ class LikelihoodSumDecoder(AbstractAdversary):
             )
         model = release if release.ndim == 1 else release[-1]
         return mechanism.decoded_sum(model)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, LikelihoodSumDecoder]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"LikelihoodEncodingLoss:default": cls()}

@@ -53,6 +53,17 @@ class ProjectionScore(AbstractAdversary):
         u = _descent_direction(mechanism) if self.direction is None else self.direction
         return jnp.dot(_last(release) - mechanism.init_model(), u)
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, ProjectionScore]:
+        """Small instances on which the contract suite runs, keyed by their mechanism.
+
+        Every built-in adversary defines this classmethod: the repository's contract tests
+        run `advsim.testing.check_adversary` on each instance against the built-in mechanism
+        named by its key, `"Class:name"` for `advsim.mechanisms.Class.contract_examples()[name]`
+        (built with `jax_enable_x64` where the class has `requires_x64`).
+        """
+        return {"LinearProcess:1d": cls()}
+
 
 class LikelihoodRatioScore(AbstractAdversary):
     """The exact log-likelihood ratio log p_in(y) / p_out(y) of the projected last model.
@@ -77,3 +88,8 @@ class LikelihoodRatioScore(AbstractAdversary):
         )
         y = ProjectionScore().score(mechanism, release) / unit
         return logsumexp(log_probs + (2.0 * support * y - support**2) / (2.0 * scale**2))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, LikelihoodRatioScore]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"LinearProcess:1d": cls()}

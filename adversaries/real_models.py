@@ -62,6 +62,11 @@ class CanaryLoss(AbstractAdversary):
             return -mechanism.canary_loss(model)
         return mechanism.canary_margin(model)
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, CanaryLoss]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"RealModelInputCanary:logistic": cls()}
+
 
 class CanaryGradientProjection(AbstractAdversary):
     """The last model's displacement along the canary's descent direction at $\\theta_0$.
@@ -78,3 +83,8 @@ class CanaryGradientProjection(AbstractAdversary):
         g = mechanism.canary_gradient(m0, jnp.asarray(first, jnp.int32)).astype(disp.dtype)
         norm = jnp.linalg.norm(g)
         return jnp.where(norm > 0, -jnp.dot(disp, g) / jnp.where(norm > 0, norm, 1.0), 0.0)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, CanaryGradientProjection]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"RealModelInputCanary:logistic": cls()}

@@ -61,3 +61,8 @@ class RepeaterDecoder(AbstractAdversary):
         prob = mechanism.canary_probs(dtype)[steps - 1]
         sigma = jnp.asarray(mechanism.noise_multiplier, dtype)
         return bits + bernoulli_gaussian_llr(m[steps - 1] / unit, prob, sigma)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, RepeaterDecoder]:
+        """Instances for the contract suite, keyed by the mechanism example each is checked on."""
+        return {"MaliciousRepeaters:default": cls()}

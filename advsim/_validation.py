@@ -76,16 +76,9 @@ def check_in_interval(
 def check_probability(name: str, value) -> float:
     """Checks a sampling probability, which must lie in (0, 1].
 
-    Args:
-        name: the parameter's name, for the message.
-        value: a real number.
-
-    Returns:
-        `value` as a Python float.
-
-    Raises:
-        TypeError: `value` is not a real number.
-        ValueError: `value` is outside (0, 1] (or NaN).
+    The same as `check_in_interval(name, value, 0, 1, high_closed=True)`: returns `value` as
+    a Python float; raises `TypeError` for a value that is not a real number and
+    `ValueError` for one outside (0, 1] or NaN.
     """
     return check_in_interval(name, value, 0.0, 1.0, high_closed=True)
 
@@ -93,16 +86,7 @@ def check_probability(name: str, value) -> float:
 def check_delta(name: str, value) -> float:
     """Checks a DP delta, which must lie in the open interval (0, 1).
 
-    Args:
-        name: the parameter's name, for the message.
-        value: a real number.
-
-    Returns:
-        `value` as a Python float.
-
-    Raises:
-        TypeError: `value` is not a real number.
-        ValueError: `value` is outside (0, 1) (or NaN).
+    The same as `check_in_interval(name, value, 0, 1)` (its result and errors).
     """
     return check_in_interval(name, value, 0.0, 1.0)
 
@@ -136,18 +120,10 @@ def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
 
 
 def check_finite(name: str, value) -> float:
-    """Checks a finite real number.
+    """Checks a finite real number and returns it as a Python float.
 
-    Args:
-        name: the parameter's name, for the message.
-        value: a real number.
-
-    Returns:
-        `value` as a Python float.
-
-    Raises:
-        TypeError: `value` is not a real number.
-        ValueError: `value` is infinite or NaN.
+    Raises a `TypeError` for a value that is not a real number, a `ValueError` for an
+    infinite one or NaN.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
         raise TypeError(f"{name} must be a real number, got {value!r}")
@@ -160,21 +136,10 @@ def check_finite(name: str, value) -> float:
 def check_nonnegative(name: str, value) -> float:
     """Checks a finite real number >= 0.
 
-    Args:
-        name: the parameter's name, for the message.
-        value: a real number.
-
-    Returns:
-        `value` as a Python float.
-
-    Raises:
-        TypeError: `value` is not a real number.
-        ValueError: `value` is negative, infinite or NaN.
+    The same as `check_in_interval(name, value, 0, inf, low_closed=True)` (its result and
+    errors: the message says "must be in [0, inf)").
     """
-    value = _as_real(name, value)
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be in [0, inf), got {value!r}")
-    return value
+    return check_in_interval(name, value, 0.0, math.inf, low_closed=True)
 
 
 def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:

@@ -24,24 +24,7 @@ Example:
     array(2.)
 """
 
-from advsim._validation import (
-    as_traced_float,
-    check_delta,
-    check_finite,
-    check_in_interval,
-    check_int,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-)
+from advsim import _validation
+from advsim._validation import *  # noqa: F403 (the names of its __all__)
 
-__all__ = [
-    "as_traced_float",
-    "check_delta",
-    "check_finite",
-    "check_in_interval",
-    "check_int",
-    "check_nonnegative",
-    "check_positive",
-    "check_probability",
-]
+__all__ = _validation.__all__

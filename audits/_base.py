@@ -190,16 +190,23 @@ def check_config(audit: AbstractThresholdAudit) -> None:
     check_int("min_count", audit.min_count, minimum=1)
 
 
+def check_two_per_world(scores: Scores, needs: str) -> None:
+    """Raises a ValueError unless each world has at least 2 scores (the message: `needs`,
+    what the two are for, then the counts), then checks that every score is finite."""
+    if scores.n_in < 2 or scores.n_out < 2:
+        raise ValueError(f"{needs}, got n_in={scores.n_in}, n_out={scores.n_out}")
+    scores.check_finite()
+
+
 def _prepare(audit: AbstractAudit, scores: Scores, delta, accounting):
     if not isinstance(scores, Scores):
         raise TypeError(f"scores must be an advsim.Scores, got {type(scores).__name__}")
     delta = check_delta("delta", delta)
-    if scores.n_in < 2 or scores.n_out < 2:
-        raise ValueError(
-            "an audit needs at least 2 scores per world (one to choose the threshold, one "
-            f"to count the rates), got n_in={scores.n_in}, n_out={scores.n_out}"
-        )
-    scores.check_finite()
+    check_two_per_world(
+        scores,
+        "an audit needs at least 2 scores per world (one to choose the threshold, one to "
+        "count the rates)",
+    )
     ctx = audit._context(accounting)
     cin = np.asarray(scores.canary_in, dtype=np.float64)
     cout = np.asarray(scores.canary_out, dtype=np.float64)

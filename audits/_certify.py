@@ -81,6 +81,7 @@ from advsim.bounds import (
 )
 from advsim.validation import check_delta, check_in_interval, check_int, check_positive
 
+from ._base import check_two_per_world
 from ._result import _plain
 from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves
 
@@ -382,12 +383,11 @@ def _check_inputs(scores, bound, accounting, delta, confidence, seed, num_thresh
     num_thresholds = check_int("num_thresholds", num_thresholds, minimum=1)
     if reference is not None:
         reference = check_positive("reference", reference)
-    if scores.n_in < 2 or scores.n_out < 2:
-        raise ValueError(
-            "certify_violation needs at least 2 scores per world (one half chooses the "
-            f"witnesses, the other counts them), got n_in={scores.n_in}, n_out={scores.n_out}"
-        )
-    scores.check_finite()
+    check_two_per_world(
+        scores,
+        "certify_violation needs at least 2 scores per world (one half chooses the "
+        "witnesses, the other counts them)",
+    )
     return delta, confidence, seed, num_thresholds, reference
 
 

@@ -5,6 +5,9 @@
   `package-dir`). griffe, which reads the sources for mkdocstrings, finds packages by
   folder (and resolves symbolic links), so `on_config` copies the sources into the
   installed layout under `build/docs-src/advsim/` (a few hundred kB, a fraction of a second).
+- `advsim.mechanisms` and `advsim.adversaries` build `__all__` at import time from the
+  `__all__` of their public modules; griffe reads sources without running them, so the
+  copy of each such `__init__.py` states those exports as imports and a literal `__all__`.
 - Strict mode fails on warnings; `on_config` logs one for every public name (every entry
   of `__all__` of a public module) whose reference entry would have no docstring.
 - MathJax is served by the site itself (offline reading, and the browser test on a machine
@@ -14,11 +17,13 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import logging
 import re
 import shutil
+import types
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
@@ -46,6 +51,9 @@ PUBLIC_MODULES = (
 # Folders installed under another name (pyproject.toml, [tool.setuptools] package-dir).
 RELOCATED = {"mechanisms": "mechanisms", "audits": "audits", "adversaries": "adversaries"}
 
+# Packages whose `__init__` computes `__all__` from their modules' (`stated_exports`).
+COMPUTED_EXPORTS = ("advsim.mechanisms", "advsim.adversaries")
+
 # Public constants without a docstring that the check lets through (griffe reads a
 # constant's docstring from the string literal under its assignment): none today. Any
 # public name without a docstring fails the build.
@@ -63,7 +71,27 @@ def assemble_sources(target: Path = SOURCE_DIR) -> Path:
     shutil.copytree(ROOT / "advsim", package, ignore=ignore)
     for name, folder in RELOCATED.items():
         shutil.copytree(ROOT / folder, package / name, ignore=ignore)
+    for name in COMPUTED_EXPORTS:
+        init = target.joinpath(*name.split("."), "__init__.py")
+        init.write_text(stated_exports(name, init.read_text()))
     return target
+
+
+def stated_exports(package_name: str, source: str) -> str:
+    """The package's `__init__` source as griffe can read it: its docstring, then one
+    import per name of the `__all__` it computes at import time, then that list."""
+    package = importlib.import_module(package_name)
+    owners = {
+        name: module.__name__
+        for module in vars(package).values()
+        if isinstance(module, types.ModuleType)
+        and module.__name__.startswith(f"{package_name}.")
+        and not module.__name__.rpartition(".")[2].startswith("_")
+        for name in getattr(module, "__all__", ())
+    }
+    docstring = ast.get_source_segment(source, ast.parse(source).body[0])
+    imports = [f"from {owners[name]} import {name}" for name in package.__all__]
+    return "\n".join([docstring, "", *imports, "", f"__all__ = {package.__all__!r}", ""])
 
 
 def missing_docstrings(source_dir: Path = SOURCE_DIR) -> list[str]:

@@ -17,6 +17,7 @@ from advsim.validation import check_in_interval, check_int
 __all__ = ["DATASETS", "Dataset", "load_dataset"]
 
 DATASETS = ("breast_cancer", "digits")
+"""The names `load_dataset` accepts (scikit-learn's bundled datasets)."""
 
 
 class Dataset(NamedTuple):

@@ -221,3 +221,23 @@ class GradientCanary(AbstractDirectedCanary):
 
     def data_counts(self) -> Int[Array, " g"]:
         return jnp.asarray(self.counts)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, GradientCanary]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        # scale 3: logistic gradients above C = 1 get clipped; the canary at steps 2 and 4;
+        # a fixed batch (LinearProcess's examples cover Poisson batching of data groups).
+        schedule = CanarySchedule.every(2, first=2)
+        return {
+            "logistic": cls(
+                5,
+                0.3,
+                1.0,
+                dim=5,
+                data="logistic",
+                num_examples=20,
+                scale=3.0,
+                canary_schedule=schedule,
+                batching="fixed",
+            ),
+        }

@@ -252,3 +252,8 @@ class HistoryRegularizer(AbstractCoordinateLaws):
             dim=self.dim,
             canary_steps=acc.canary_steps,
         )
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, HistoryRegularizer]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {"v-3": cls(6, 0.2, 1.0, v=3.0)}

@@ -57,7 +57,12 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from advsim import AbstractScalarLaw, AbstractThresholdLandscape, CanarySchedule, DPSGDParams
-from advsim.bounds import ORIENTATIONS
+from advsim.bounds import (  # the closed forms at T = 2, exported beside the landscape
+    ORIENTATIONS,
+    two_step_density,
+    two_step_epsilon,
+    two_step_gdp_curve,
+)
 from advsim.exact import ExactEpsilon, last_iterate_epsilon
 from advsim.validation import as_traced_float, check_delta, check_finite, check_int
 
@@ -66,6 +71,9 @@ __all__ = [
     "landscape_epsilon",
     "landscape_epsilon_curve",
     "landscape_law",
+    "two_step_density",
+    "two_step_epsilon",
+    "two_step_gdp_curve",
 ]
 
 
@@ -163,6 +171,11 @@ class ThresholdLandscape(AbstractThresholdLandscape, AbstractScalarLaw):
     def step_size(self, t: Int[Array, ""]):
         """1 at step 1 (theta_1 = b C + Z_1), 1/B afterwards (Eq. (3))."""
         return jnp.where(t == 1, 1.0, jnp.asarray(self.learning_rate))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, ThresholdLandscape]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {"batch-4": cls(6, 2.0, 4)}
 
 
 def landscape_law(

@@ -253,3 +253,8 @@ class LikelihoodEncodingLoss(AbstractSumEncoding):
         n = jnp.asarray(self.expected_batch, model.dtype)
         high = model - n * self.per_example_gradient(0.0, model)
         return high[0] / (jnp.asarray(self.scale, model.dtype) * 10.0**self.decimals)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, LikelihoodEncodingLoss]:
+        """Small instances, by name, for the contract suite (they need `jax_enable_x64`)."""
+        return {"default": cls(3, 0.2, 1.0)}

@@ -17,7 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim import AbstractProjectionLaw, AbstractScalarLaw, DPSGDOptions, DPSGDParams
+from advsim import (
+    AbstractProjectionLaw,
+    AbstractScalarLaw,
+    CanarySchedule,
+    DPSGDOptions,
+    DPSGDParams,
+)
 from advsim.validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
@@ -157,6 +163,31 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
             data_counts=np.ones(num_examples, np.int32),
             **kwargs,
         )
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, LinearProcess]:
+        """Small instances, by name, on which the contract suite runs.
+
+        Every built-in mechanism defines this classmethod: the repository's contract tests
+        run `advsim.testing.check_mechanism` on each instance (with `jax_enable_x64` for a
+        class with `requires_x64`). The instances are cheap to build and to simulate and
+        cover the options that change what the engine runs; here data groups of three
+        distributions, a canary at every third step, one unsampled canary step and fixed
+        batches.
+        """
+        # scale 3 puts most data gradients above C = 1, so the engine's clipping is exercised.
+        data = dict(dim=5, num_examples=20, scale=3.0)
+        return {
+            "1d": cls(20, 0.2, 1.5),
+            "5d-zero": cls.with_data(5, 0.3, 1.0, distribution="zero", **data),
+            "5d-gaussian": cls.with_data(5, 0.3, 1.0, distribution="gaussian", **data),
+            "5d-sphere": cls.with_data(5, 0.3, 1.0, distribution="sphere", **data),
+            "every3": cls(20, 0.2, 1.5, canary_schedule=CanarySchedule.every(3)),
+            "only1-unsampled": cls(
+                20, 0.2, 1.5, canary_schedule=CanarySchedule.only(1, sampled=False)
+            ),
+            "5d-fixed-batch": cls.with_data(5, 0.3, 1.0, batching="fixed", **data),
+        }
 
     def init_model(self) -> Float[Array, " d"]:
         return jnp.zeros((self.dim,), jnp.float32)

@@ -23,6 +23,7 @@ from advsim import AbstractPerExampleData
 __all__ = ["MODELS", "AbstractRealModel", "build_network", "example_loss", "example_margin"]
 
 MODELS = ("logistic", "mlp")
+"""The `model` names of the real-model mechanisms (`build_network`)."""
 
 
 def build_network(model: str, in_size: int, out_size: int, width: int, *, key: PRNGKeyArray):

@@ -154,3 +154,20 @@ class OneRunGradientCanaries(AbstractMultiCanary):
         if self.batching == "fixed" or float(self.sampling_prob) == 1.0:
             return float(gdp_epsilon(delta, np.sqrt(self.steps) / sigma))
         return float(heuristic_epsilon(delta, self.steps, float(self.sampling_prob), sigma))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, OneRunGradientCanaries]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {
+            "separate": cls(4, 1.0, num_canaries=3),
+            # two coordinates for three canaries; each canary Poisson-sampled with rate 0.5.
+            "shared-poisson": cls(
+                4,
+                1.0,
+                num_canaries=3,
+                dim=2,
+                layout="shared",
+                sampling_prob=0.5,
+                batching="poisson",
+            ),
+        }

@@ -96,3 +96,9 @@ class ProjectedLinearCanary(AbstractProjected, AbstractScalarLaw):
             learning_rate=float(self.learning_rate), num_examples=1, diameter=self.diameter,
             delta=delta,
         )  # fmt: skip
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, ProjectedLinearCanary]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        # a ball of radius 0.5 in 3-D: the noise (sd 1) reaches it every step.
+        return {"ball-3d": cls(6, 1.0, radius=0.5, dim=3)}

@@ -61,6 +61,7 @@ from advsim.validation import check_int, check_positive
 __all__ = ["INPUT_CANARIES", "RealModelGradientCanary", "RealModelInputCanary"]
 
 INPUT_CANARIES = ("mislabeled", "out_of_range")
+"""The `canary` kinds of `RealModelInputCanary`."""
 
 
 def _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd) -> tuple[dict, Dataset]:
@@ -192,6 +193,25 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
             names += [f"{stem}[{','.join(map(str, i))}]" for i in np.ndindex(leaf.shape)]
         return names
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, RealModelGradientCanary]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        # breast_cancer, 8 examples each a group of count 1; lr 1: most per-example
+        # gradients have norm > C = 1 at the shifted model. A fixed batch (the input canary's
+        # examples cover the engine's Poisson sampling of real-model examples).
+        schedule = CanarySchedule.every(2, first=2, sampled=False)
+        return {
+            "logistic": cls(
+                4,
+                0.3,
+                1.0,
+                num_examples=8,
+                learning_rate=1.0,
+                batching="fixed",
+                canary_schedule=schedule,
+            ),
+        }
+
 
 RealModelGradientCanary.__doc__ = RealModelGradientCanary.__doc__.format(
     args=_ARGS_DOC, dpsgd=_DPSGD_DOC
@@ -283,6 +303,16 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
     def canary_margin(self, model: Float[Array, " d"]) -> Float[Array, ""]:
         x = jnp.asarray(self.canary_x, model.dtype)
         return example_margin(self.logits(model, x), jnp.asarray(self.canary_y))
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, RealModelInputCanary]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        # a mislabeled canary, Poisson-sampled at every step; max_batch_size 1: a sampled
+        # batch of 2 or more takes several blocks of the engine. The MLP is 30-2-1.
+        return {
+            "mlp": cls(2, 0.3, 1.0, model="mlp", width=2, num_examples=4, max_batch_size=1),
+            "logistic": cls(2, 0.3, 1.0, num_examples=4, max_batch_size=1),
+        }
 
 
 RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(args=_ARGS_DOC, dpsgd=_DPSGD_DOC)

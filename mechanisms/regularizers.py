@@ -147,6 +147,11 @@ class ZeroingRegularizer(_AbstractRegularizedLinear):
         acc = self.accounting()
         return heuristic_epsilon(delta, 1, acc.sampling_prob, acc.noise_multiplier)
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, ZeroingRegularizer]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {"default": cls(10, 0.2, 1.5)}
+
 
 class QuadraticRegularizer(_AbstractRegularizedLinear):
     r"""Linear loss plus $r(m) = \alpha m^2 / 2$ in one dimension (Section 4.2).
@@ -234,32 +239,31 @@ class QuadraticRegularizer(_AbstractRegularizedLinear):
         log_probs = jnp.where(n_ones == canary.size, canary.size * jnp.log(p), log_probs)
         return support, log_probs, self.noise_scale()
 
-    def output_law(self, rounding: str = "auto"):
-        """Host-side (float64) law: `(support, probs, scale, rounded)`; see `quadratic_law`."""
+    def _law_arguments(self, rounding: str) -> tuple[tuple, dict]:
+        """The arguments of `quadratic_law` and `quadratic_exact_epsilon` for this run."""
         acc = self.accounting()
-        return quadratic_law(
-            self.steps,
-            acc.sampling_prob,
-            acc.noise_multiplier,
-            float(self.alpha),
+        args = (self.steps, acc.sampling_prob, acc.noise_multiplier, float(self.alpha))
+        options = dict(
             learning_rate=float(self.learning_rate),
             canary_steps=acc.canary_steps,
             rounding=rounding,
         )
+        return args, options
+
+    def output_law(self, rounding: str = "auto"):
+        """Host-side (float64) law: `(support, probs, scale, rounded)`; see `quadratic_law`."""
+        args, options = self._law_arguments(rounding)
+        return quadratic_law(*args, **options)
 
     def exact_epsilon(self, delta, *, rounding: str = "auto") -> float:
         """The last model's eps(delta) (`quadratic_exact_epsilon`, both directions)."""
-        acc = self.accounting()
-        return quadratic_exact_epsilon(
-            delta,
-            self.steps,
-            acc.sampling_prob,
-            acc.noise_multiplier,
-            float(self.alpha),
-            learning_rate=float(self.learning_rate),
-            canary_steps=acc.canary_steps,
-            rounding=rounding,
-        )
+        args, options = self._law_arguments(rounding)
+        return quadratic_exact_epsilon(delta, *args, **options)
+
+    @classmethod
+    def contract_examples(cls) -> dict[str, QuadraticRegularizer]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {"alpha-0.5": cls(10, 0.2, 1.5, alpha=0.5)}
 
 
 def nonmonotone_heuristic_parameters(

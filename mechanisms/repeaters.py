@@ -291,6 +291,11 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
             canary_steps=acc.canary_steps,
         )
 
+    @classmethod
+    def contract_examples(cls) -> dict[str, MaliciousRepeaters]:
+        """Small instances, by name, for the contract suite (`advsim.testing.check_mechanism`)."""
+        return {"default": cls(5, 0.2, 0.5)}
+
 
 def _check_finite(name, value):
     value = float(value)

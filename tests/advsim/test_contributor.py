@@ -17,43 +17,9 @@ from advsim.cli import main
 from advsim.sweep import load_config, run_sweep
 from advsim.testing import check_adversary, check_mechanism
 
+from ._user_module import USER_MODULE
+
 REPO = Path(__file__).resolve().parents[2]
-
-# A scalar DP-SGD run on the loss -C m plus a restoring force alpha m^3 (alpha traced: a
-# sweep over it compiles once), and the adversary that scores the last model's value.
-USER_MODULE = '''
-from typing import Unpack
-
-import jax.numpy as jnp
-import numpy as np
-
-import advsim
-from advsim.validation import as_traced_float, check_nonnegative
-
-
-class Cubic(advsim.AbstractScalarLaw):
-    params: advsim.DPSGDParams
-    alpha: np.ndarray
-
-    def __init__(self, steps, sampling_prob, noise_multiplier, alpha=0.01,
-                 **dpsgd: Unpack[advsim.DPSGDOptions]):
-        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-        self.alpha = as_traced_float("alpha", alpha, check_nonnegative)
-
-    def init_model(self):
-        return jnp.zeros((1,))
-
-    def canary_gradient(self, model, t):
-        return -jnp.ones_like(model)
-
-    def regularizer_gradient(self, model, t):
-        return jnp.asarray(self.alpha, model.dtype) * model**3
-
-
-class LastValue(advsim.AbstractAdversary):
-    def score(self, mechanism, release):
-        return release[0]
-'''
 
 
 def _git_status() -> str:

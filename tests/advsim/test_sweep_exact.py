@@ -23,45 +23,20 @@ from advsim.plotting import _NOT_PARAMS, plot_heatmap
 from advsim.sweep import AUDIT_COLUMNS, BOUNDS_COLUMNS, parse_config, run_sweep
 from advsim.sweep._config import build_mechanism
 
-# A user's own construction, in a module of their own: the linear canary under a cubic
-# regularizer r(m) = alpha m^4 / 4 (gradient alpha m^3, alpha traced), learning rate 1/2 so
-# the drift m - eta alpha m^3 is stable where the mass is. No closed form: only the exact
-# engine knows its last model's epsilon.
-CUBIC_MODULE = """
-import jax.numpy as jnp
-import numpy as np
-
-from advsim import AbstractScalarLaw, DPSGDParams
-
-
-class CubicRegularizer(AbstractScalarLaw):
-    params: DPSGDParams
-    alpha: np.ndarray
-
-    def __init__(self, steps, sampling_prob, noise_multiplier, alpha=0.05, learning_rate=0.5):
-        self.params = DPSGDParams(
-            steps, sampling_prob, noise_multiplier, learning_rate=learning_rate
-        )
-        self.alpha = np.asarray(alpha, np.float32)
-
-    def init_model(self):
-        return jnp.zeros((1,))
-
-    def canary_gradient(self, model, t):
-        return -jnp.ones_like(model)
-
-    def regularizer_gradient(self, model, t):
-        return jnp.asarray(self.alpha, model.dtype) * model**3
-"""
+from ._user_module import USER_MODULE
 
 DELTA = 1e-5
 
 
 @pytest.fixture
 def cubic(tmp_path, monkeypatch):
-    (tmp_path / "my_cubic.py").write_text(CUBIC_MODULE)
+    """A user's own construction, in a module of their own: the linear canary under a cubic
+    regularizer r(m) = alpha m^4 / 4 (gradient alpha m^3, alpha traced); the configs below
+    give it alpha = 0.05 and learning rate 1/2, so the drift m - eta alpha m^3 is stable
+    where the mass is. No closed form: only the exact engine knows its last model's epsilon."""
+    (tmp_path / "my_cubic.py").write_text(USER_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return "my_cubic:CubicRegularizer"
+    return "my_cubic:Cubic"
 
 
 @pytest.fixture
@@ -102,6 +77,7 @@ def test_class_path_sweep_has_the_exact_column_below_composition(tmp_path, cubic
         steps = 4
         noise_multiplier = 1.0
         alpha = 0.05
+        learning_rate = 0.5
 
         [grid]
         sampling_prob = [0.5, 0.25]
@@ -119,7 +95,7 @@ def test_class_path_sweep_has_the_exact_column_below_composition(tmp_path, cubic
         assert 0.0 <= row["exact_error"] < 0.05 * row["exact_epsilon"]
         assert row["exact_time_s"] >= 0.0
     assert rows[0]["exact_epsilon"] > rows[1]["exact_epsilon"]  # rarer canary, more private
-    assert engine_calls == ["CubicRegularizer"] * 2
+    assert engine_calls == ["Cubic"] * 2
     with open(out / "results.csv") as f:
         table = list(csv.DictReader(f))
     header = list(table[0])
@@ -131,12 +107,19 @@ def test_class_path_sweep_has_the_exact_column_below_composition(tmp_path, cubic
 def test_replicates_reuse_one_exact_value_and_audit_rows_carry_it(tmp_path, cubic, engine_calls):
     config = {
         "sweep": {"mode": "audit", "trials": 500, "delta": DELTA, "exact_refinements": 2},
-        "mechanism": {"name": cubic, "steps": 4, "sampling_prob": 0.5, "noise_multiplier": 1.0},
+        "mechanism": {
+            "name": cubic,
+            "steps": 4,
+            "sampling_prob": 0.5,
+            "noise_multiplier": 1.0,
+            "alpha": 0.05,
+            "learning_rate": 0.5,
+        },
         "adversary": {"name": "projection"},
         "grid": {"replicate": [0, 1]},
     }
     rows = run_sweep(config, tmp_path / "s", progress=False)
-    assert engine_calls == ["CubicRegularizer"]  # once for both replicates
+    assert engine_calls == ["Cubic"]  # once for both replicates
     assert rows[0]["seed"] != rows[1]["seed"]
     assert rows[0]["exact_epsilon"] == rows[1]["exact_epsilon"]
     assert math.isfinite(rows[0]["exact_epsilon"]) and rows[0]["exact_note"] is None

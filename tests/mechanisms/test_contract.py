@@ -1,8 +1,13 @@
-"""The contract every mechanism must satisfy, run on each entry of `CASES`.
+"""The contract every built-in mechanism satisfies, run on the instances each class provides.
 
-A new mechanism file adds one `Case` to `CASES` (a factory, so nothing is built at import
-time) and gets every check of `advsim.testing.check_mechanism` (the public suite a user
-runs on their own class):
+The classes are found, not listed: every concrete `AbstractMechanism` that
+`advsim.mechanisms` exports (it exports every public module's `__all__`). Each defines the
+classmethod `contract_examples()` (small instances by name; a class without one fails
+`test_every_mechanism_provides_its_examples`), and every check of
+`advsim.testing.check_mechanism` (the public suite a user runs on their own class) runs on
+each instance, scored by its default adversary, the projection on the canary's descent
+direction (on the first coordinate for an `AbstractMultiCanary`, whose engine canary is
+never inserted: its gradient is zero and has no direction):
 
 - the shapes the engine expects of every method (the model (d,), the gradients (d,) and
   (g, d), the counts (g,), a scalar step size);
@@ -16,199 +21,99 @@ runs on their own class):
 
 Where the expected values come from: the engine clips every gradient to C, the canary is
 Poisson-sampled with rate q only for a sampled schedule under Poisson batching, and
-`simulate`'s docstring says run i depends only on its key. The adversary of each case is
-checked against its mechanism in tests/adversaries/test_contract.py.
+`simulate`'s docstring says run i depends only on its key. Each exported adversary is
+checked against one of these instances in tests/adversaries/test_contract.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 import jax
+import numpy as np
 import pytest
 
+import advsim.mechanisms
 import advsim.testing
-from advsim import AbstractAdversary, AbstractMechanism, CanarySchedule
-from advsim.adversaries import (
-    BiasedCoordinate,
-    CanaryLoss,
-    CoordinateLikelihoodRatio,
-    LikelihoodSumDecoder,
-    ProjectionScore,
-    RandomDirection,
-    RepeaterDecoder,
-    ThresholdAdversary,
-)
-from advsim.mechanisms import (
-    GradientCanary,
-    HistoryRegularizer,
-    LikelihoodEncodingLoss,
-    LinearProcess,
-    MaliciousRepeaters,
-    ProjectedLinearCanary,
-    QuadraticRegularizer,
-    RealModelGradientCanary,
-    RealModelInputCanary,
-    ThresholdLandscape,
-    ZeroingRegularizer,
-)
+from advsim import AbstractMechanism, AbstractMultiCanary
+from advsim.adversaries import ProjectionScore
+
+from .._plugins import exported_classes, own_examples
+
+#: Every concrete mechanism class `advsim.mechanisms` exports.
+MECHANISMS = exported_classes(advsim.mechanisms, AbstractMechanism)
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One mechanism under contract.
-
-    Attributes:
-        name: the test id.
-        mechanism: builds the mechanism (called lazily, once per test).
-        adversary: builds the adversary used to score runs (default: projection on the
-            canary's descent direction).
-        x64: run with `jax_enable_x64` (for mechanisms with `requires_x64`).
-    """
-
-    name: str
-    mechanism: Callable[[], AbstractMechanism]
-    adversary: Callable[[], AbstractAdversary] = ProjectionScore
-    x64: bool = False
+@pytest.fixture(params=MECHANISMS, ids=lambda cls: cls.__name__)
+def mechanism_class(request):
+    """Each class, with float64 on while it is tested where it needs it (`requires_x64`)."""
+    cls = request.param
+    with jax.enable_x64(cls.requires_x64 or jax.config.jax_enable_x64):
+        yield cls
 
 
-def _with_data(distribution: str, **kwargs) -> Callable[[], LinearProcess]:
-    # scale 3 puts most data gradients above C = 1, so the engine's clipping is exercised.
-    return lambda: LinearProcess.with_data(
-        5, 0.3, 1.0, dim=5, num_examples=20, distribution=distribution, scale=3.0, **kwargs
-    )
+def test_the_classes_are_found():
+    # The built-ins of the construction table (docs/guide/constructions.md) and beyond.
+    names = {cls.__name__ for cls in MECHANISMS}
+    assert {"LinearProcess", "GradientCanary", "RealModelInputCanary"} <= names
+    assert "AbstractRealModel" not in names  # exported, but abstract
 
 
-CASES: list[Case] = [
-    Case("linear-1d", lambda: LinearProcess(20, 0.2, 1.5)),
-    Case("linear-5d-zero", _with_data("zero")),
-    Case("linear-5d-gaussian", _with_data("gaussian")),
-    Case("linear-5d-sphere", _with_data("sphere")),
-    Case(
-        "linear-every3",
-        lambda: LinearProcess(20, 0.2, 1.5, canary_schedule=CanarySchedule.every(3)),
-    ),
-    Case(
-        "linear-only1-unsampled",
-        lambda: LinearProcess(20, 0.2, 1.5, canary_schedule=CanarySchedule.only(1, sampled=False)),
-    ),
-    Case("linear-5d-fixed-batch", _with_data("gaussian", batching="fixed")),
-    Case("zeroing", lambda: ZeroingRegularizer(10, 0.2, 1.5)),
-    Case("quadratic", lambda: QuadraticRegularizer(10, 0.2, 1.5, alpha=0.5)),
-    Case("history", lambda: HistoryRegularizer(6, 0.2, 1.0, v=3.0), CoordinateLikelihoodRatio),
-    Case("repeaters", lambda: MaliciousRepeaters(5, 0.2, 0.5), RepeaterDecoder),
-    Case(
-        "likelihood-encoding",
-        lambda: LikelihoodEncodingLoss(3, 0.2, 1.0),
-        LikelihoodSumDecoder,
-        x64=True,
-    ),
-    Case("landscape", lambda: ThresholdLandscape(6, 2.0, 4), ThresholdAdversary),
-    # projected onto a ball of radius 0.5 in 3-D: the noise (sd 1) reaches it every step.
-    Case("projected-linear", lambda: ProjectedLinearCanary(6, 1.0, radius=0.5, dim=3)),
-    Case(
-        "gradient-canary-logistic",
-        # scale 3: logistic gradients above C = 1 get clipped; canary at steps 2 and 4; a
-        # fixed batch (Poisson batching of data groups is covered by linear-5d-gaussian).
-        lambda: GradientCanary(
-            5,
-            0.3,
-            1.0,
-            dim=5,
-            data="logistic",
-            num_examples=20,
-            scale=3.0,
-            canary_schedule=CanarySchedule.every(2, first=2),
-            batching="fixed",
-        ),
-        lambda: RandomDirection(1),
-    ),
-    Case(
-        "real-model-logistic-gradient-canary",
-        # breast_cancer, 8 examples each a group of count 1; lr 1: most per-example
-        # gradients have norm > C = 1 at the shifted model. A fixed batch (the case below
-        # covers the engine's Poisson sampling of real-model examples).
-        lambda: RealModelGradientCanary(
-            4,
-            0.3,
-            1.0,
-            num_examples=8,
-            learning_rate=1.0,
-            batching="fixed",
-            canary_schedule=CanarySchedule.every(2, first=2, sampled=False),
-        ),
-        lambda: BiasedCoordinate(3),
-    ),
-    Case(
-        "real-model-mlp-input-canary",
-        # a 30-2-1 MLP and a mislabeled canary, Poisson-sampled at every step.
-        # max_batch_size 1: a sampled batch of 2 or more takes several blocks of the engine.
-        lambda: RealModelInputCanary(
-            2, 0.3, 1.0, model="mlp", width=2, num_examples=4, max_batch_size=1
-        ),
-        CanaryLoss,
-    ),
-]
+def test_every_mechanism_provides_its_examples(mechanism_class):
+    own_examples(mechanism_class)
 
 
-@pytest.fixture(params=CASES, ids=lambda case: case.name)
-def case(request):
-    case = request.param
-    if case.x64:
-        previous = jax.config.jax_enable_x64
-        jax.config.update("jax_enable_x64", True)
-        yield case
-        jax.config.update("jax_enable_x64", previous)
-    else:
-        yield case
+def _check(cls: type[AbstractMechanism], *checks: str) -> None:
+    for name, mech in cls.contract_examples().items():
+        adversary = None  # check_mechanism's default
+        if isinstance(mech, AbstractMultiCanary):
+            adversary = ProjectionScore(np.eye(mech.init_model().shape[0])[0])
+        try:
+            advsim.testing.check_mechanism(mech, adversary, checks=checks)
+        except AssertionError as err:
+            raise AssertionError(f"{cls.__name__} example {name!r}: {err}") from err
 
 
-# --- the public contract suite, one test per group of checks ----------------------------------
+def test_shapes(mechanism_class):
+    _check(mechanism_class, "shapes")
 
 
-def _check(case: Case, *checks: str) -> None:
-    advsim.testing.check_mechanism(case.mechanism(), case.adversary(), checks=checks)
-
-
-def test_shapes(case):
-    _check(case, "shapes")
-
-
-def test_engine_moves_the_model_at_most_lr_c(case):
+def test_engine_moves_the_model_at_most_lr_c(mechanism_class):
     # Adding the canary, or one more example of a data group, to a step's batch
     # (everything else equal, no noise) moves m_t by at most lr * C, whatever gradient the
     # mechanism returns.
-    _check(case, "clipping")
+    _check(mechanism_class, "clipping")
 
 
-def test_accounting_matches_schedule(case):
-    _check(case, "accounting")
+def test_accounting_matches_schedule(mechanism_class):
+    _check(mechanism_class, "accounting")
 
 
 @pytest.mark.slow
-def test_same_key_same_scores_and_finite(case):
-    # One compilation per case; the checks share its simulations.
-    _check(case, "determinism", "finite")
+def test_same_key_same_scores_and_finite(mechanism_class):
+    # One compilation per example; the checks share its simulations.
+    _check(mechanism_class, "determinism", "finite")
 
 
-@pytest.mark.slow  # two more compilations per case (~5-15 s each on 2 CPU cores)
-def test_chunk_size_invariance(case):
-    _check(case, "chunking")
+@pytest.mark.slow  # two more compilations per example (~5-15 s each on 2 CPU cores)
+def test_chunk_size_invariance(mechanism_class):
+    _check(mechanism_class, "chunking")
 
 
 def test_accounting_known_values():
-    # Hand-written expectations for the cases above (steps, q, number of canary steps).
+    # Hand-written expectations for LinearProcess's examples (steps, q, number of canary
+    # steps), read off their arguments: the canary is in every step of a sampled schedule
+    # at rate q, CanarySchedule.every(3) is steps 1, 4, ..., 19 of 20, an unsampled
+    # canary and fixed batches have q = 1.
     expected = {
-        "linear-1d": (20, 0.2, 20),
-        "linear-5d-zero": (5, 0.3, 5),
-        "linear-5d-gaussian": (5, 0.3, 5),
-        "linear-5d-sphere": (5, 0.3, 5),
-        "linear-every3": (20, 0.2, 7),  # steps 1, 4, ..., 19
-        "linear-only1-unsampled": (20, 1.0, 1),
-        "linear-5d-fixed-batch": (5, 1.0, 5),
+        "1d": (20, 0.2, 20),
+        "5d-zero": (5, 0.3, 5),
+        "5d-gaussian": (5, 0.3, 5),
+        "5d-sphere": (5, 0.3, 5),
+        "every3": (20, 0.2, 7),
+        "only1-unsampled": (20, 1.0, 1),
+        "5d-fixed-batch": (5, 1.0, 5),
     }
-    for case in CASES:
-        if case.name in expected:
-            acc = case.mechanism().accounting()
-            assert (acc.steps, acc.sampling_prob, acc.num_canary_steps) == expected[case.name]
+    built = advsim.mechanisms.LinearProcess.contract_examples()
+    assert set(built) == set(expected)
+    for name, mech in built.items():
+        acc = mech.accounting()
+        assert (acc.steps, acc.sampling_prob, acc.num_canary_steps) == expected[name]

@@ -250,6 +250,18 @@ def _linear(steps, q, sigma):
     return lambda: LinearProcess(steps=steps, sampling_prob=q, noise_multiplier=sigma)
 
 
+def _exact_law(steps, q, sigma, trials, **options) -> Scenario:
+    """A 1-D linear process whose scores are drawn from its exact law (`linear_law_sampler`)."""
+    return Scenario(
+        _linear(steps, q, sigma),
+        None,
+        None,
+        trials,
+        sampler=lambda: linear_law_sampler(steps, q, sigma, trials),
+        **options,
+    )
+
+
 def _landscape(steps, batch_size):
     return lambda: ThresholdLandscape(steps=steps, noise_multiplier=1.0, batch_size=batch_size)
 
@@ -283,24 +295,11 @@ SCENARIOS = {
     # sigma = 1; 6.71 at 1e-5 for T = 100, q = 0.05, sigma = 0.5).
     "linear_T10_q0.5": Scenario(_linear(10, 0.5, 1.0), ProjectionScore, None, 10_000),
     # (T = 100 drawn from its exact law: the engine's 100 steps cost 0.14 s per repeat.)
-    "linear_T100_q0.05": Scenario(
-        _linear(100, 0.05, 0.5),
-        None,
-        None,
-        10_000,
-        sampler=lambda: linear_law_sampler(100, 0.05, 0.5, 10_000),
-    ),
+    "linear_T100_q0.05": _exact_law(100, 0.05, 0.5, 10_000),
     # T = 10, q = 0.01, sigma = 0.3544 (exact eps 2.000 at 1e-5), 5 x 10^5 runs per world,
     # where reporting the trade-off's composition index as eps_lower overshoots in 9 of 10
     # repeats.
-    "linear_T10_q0.01_500k": Scenario(
-        _linear(10, 0.01, 0.3544),
-        None,
-        None,
-        500_000,
-        sampler=lambda: linear_law_sampler(10, 0.01, 0.3544, 500_000),
-        cache=False,
-    ),
+    "linear_T10_q0.01_500k": _exact_law(10, 0.01, 0.3544, 500_000, cache=False),
     # The zero-data gradient canary: exactly Gaussian, so every audit's claim holds;
     # "family" with q = 1 and n canary steps is N(n, T sigma^2) vs N(0, T sigma^2), exact.
     "gradient_canary_k4": Scenario(

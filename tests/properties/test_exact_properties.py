@@ -106,6 +106,18 @@ def composition_bound(mech) -> float:
     return composition_epsilon(DELTA, mech.accounting(), value_discretization_interval=VDI)
 
 
+def exact_property(strategy, **keywords):
+    """Makes a test a slow property over batches of `BATCH` constructions drawn from
+    `strategy(**keywords)` (one vmapped exact call per batch), `EXAMPLES` draws; an
+    `@example` below it runs first."""
+
+    def decorate(test):
+        test = given(construction_batches(strategy, size=BATCH, **keywords))(test)
+        return pytest.mark.slow(settings(SETTINGS, max_examples=EXAMPLES)(test))
+
+    return decorate
+
+
 # ----------------------------------------------------------------------------------------
 # (a) linear losses: exact <= heuristic, equality in the tight case
 
@@ -141,17 +153,12 @@ def check_linear(mechs) -> None:
     )
 
 
-@pytest.mark.slow
-@settings(SETTINGS, max_examples=EXAMPLES)
-@given(
-    construction_batches(
-        linear_constructions,
-        size=BATCH,
-        steps=4,
-        groups=1,
-        batching=st.sampled_from(("poisson", "fixed")),
-        noise_multiplier=(0.7, 3.0),
-    )
+@exact_property(
+    linear_constructions,
+    steps=4,
+    groups=1,
+    batching=st.sampled_from(("poisson", "fixed")),
+    noise_multiplier=(0.7, 3.0),
 )
 @example(tight_linear_batch(4))
 def test_exact_epsilon_of_linear_losses_is_at_most_the_heuristic(mechs):
@@ -221,9 +228,7 @@ def linear_canary_batch(steps: int) -> list[ProjectedScalarFieldConstruction]:
     ]
 
 
-@pytest.mark.slow
-@settings(SETTINGS, max_examples=EXAMPLES)
-@given(construction_batches(convex_constructions, size=BATCH, steps=3, groups=1))
+@exact_property(convex_constructions, steps=3, groups=1)
 @example(linear_canary_batch(3))
 def test_exact_epsilon_of_projected_convex_gd_is_at_most_shifted_interpolation(mechs):
     check_convex(mechs)
@@ -289,20 +294,15 @@ def check_any(mechs) -> None:
     )
 
 
-@pytest.mark.slow
-@settings(SETTINGS, max_examples=EXAMPLES)
-@given(
-    construction_batches(
-        scalar_constructions,
-        size=BATCH,
-        steps=st.sampled_from((1, 3)),
-        groups=1,
-        batching=st.sampled_from(("poisson", "fixed")),
-        projected=st.booleans(),
-        schedule=st.sampled_from(
-            (CanarySchedule.every_step(), CanarySchedule.every(2), CanarySchedule.only(1))
-        ),
-    )
+@exact_property(
+    scalar_constructions,
+    steps=st.sampled_from((1, 3)),
+    groups=1,
+    batching=st.sampled_from(("poisson", "fixed")),
+    projected=st.booleans(),
+    schedule=st.sampled_from(
+        (CanarySchedule.every_step(), CanarySchedule.every(2), CanarySchedule.only(1))
+    ),
 )
 @example(tight_one_step_batch())
 def test_exact_epsilon_of_any_field_is_at_most_composition(mechs):
