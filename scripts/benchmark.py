@@ -28,9 +28,13 @@ Prints, in one run on this machine:
      al.'s Fig. 4 (ThresholdLandscape, T = 25, sigma in {1, 2, 4, 8} x B in {1, 4, 16},
      delta 1e-5; target < 30 s), in the fastest grouping of the cells into batched calls
      (`--exact-groupings all` times every grouping, each in its own fresh process).
+  8. the counterexample search (`advsim.search`) of one heatmap cell, the largest grid of
+     the heatmap (sigma 1, B 16, T 25; the budget of `advsim figure machine_found`:
+     100 Adam steps from 4 starts, 1200 random members, the exact recomputation on three
+     grids), in a fresh process with the load and CPU time (target < 5 min wall).
 
 Usage: python scripts/benchmark.py [--trials 200000] [--steps 1000] [--quick]
-           [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap}]
+           [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap,search}]
            [--exact-groupings {one,by-B,separate,all} ...]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
@@ -458,6 +462,39 @@ def exact_heatmap_rows(groupings, delta=1e-5) -> None:
     print(f"    largest error estimate / epsilon, final: {worst:.1e} (want < {EXACT_RTOL:g})")
 
 
+def _search_worker(out):
+    import tempfile
+
+    from advsim.figures import load_figure
+    from advsim.figures._tables_search import heatmap_cells
+    from advsim.search import config_from_mapping, search
+
+    params = load_figure("machine_found").params
+    cells = dict(heatmap_cells(params["heatmap_steps"], [1.0], [16], params["search"]))
+    cfg = config_from_mapping({**cells["heatmap-s1-b16"], "delta": params["delta"]})
+    load = _load()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    with tempfile.TemporaryDirectory() as folder:
+        result = search(cfg, folder, progress=False)
+    out.put({
+        "wall": time.perf_counter() - wall0, "cpu": time.process_time() - cpu0, "load": load,
+        "load_after": _load(), "summary": result.summary(),
+    })  # fmt: skip
+
+
+def search_rows() -> None:
+    r = _in_fresh_process(_search_worker)
+    s = r["summary"]
+    print(
+        f"search of one heatmap cell (sigma 1, B 16, T 25; machine_found's budget): "
+        f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU (target < 300 s wall); load "
+        f"{r['load']:.2f} -> {r['load_after']:.2f}; arms {s['seconds']['gradient']:.1f} s "
+        f"gradient, {s['seconds']['random']:.1f} s random, {s['seconds']['exact']:.1f} s "
+        f"exact; exact eps {s['exact_epsilon']:.4f} (best paper "
+        f"{s['best_paper_exact_epsilon']:.4f}, composition {s['composition_epsilon']:.4f})"
+    )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000, help="runs per world")
@@ -487,6 +524,7 @@ def main(argv=None) -> None:
             "exact",
             "exact-linear",
             "exact-heatmap",
+            "search",
         ),
         default="all",
         help="which rows (sampling: scripts/benchmark_sampling.py's binomial, Figure 2 and "
@@ -524,7 +562,9 @@ def main(argv=None) -> None:
     if args.only in ("all", "exact", "exact-heatmap"):
         groupings = args.exact_groupings
         exact_heatmap_rows(HEATMAP_GROUPINGS if "all" in groupings else groupings)
-    if args.only.startswith("exact"):
+    if args.only in ("all", "search"):
+        search_rows()
+    if args.only.startswith("exact") or args.only == "search":
         return
     if args.only in ("all", "bounds"):
         cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)

@@ -84,7 +84,7 @@ class SearchConfig:
     starts: tuple[str, ...] = ("linear",)
     random_starts: int = 1
     iterations: int = 100
-    step: float = 0.05
+    step: float = 0.1
     random_candidates: int | None = None
     cells_per_sd: float = 3.0
     seed: int = 0

@@ -129,7 +129,7 @@ def confirm(mech, delta: float, runs: int, *, seed: int = 0, confidence: float =
         certified = bool(cert.certified)
     return Confirmation(
         exact_epsilon=exact.epsilon, exact_error=exact.error,
-        eps_lower=float(result.eps_lower), guarantee=str(result.guarantee), runs=int(runs),
+        eps_lower=float(result.eps_lower), guarantee=result.guarantee.label, runs=int(runs),
         heuristic=heuristic, certified=certified, seed=seed,
     )  # fmt: skip
 

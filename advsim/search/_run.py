@@ -216,20 +216,26 @@ def _random_arm(family, f, state, folder, bar):
     return record
 
 
-def _exact_all(mechs, delta) -> list[tuple[float, float]]:
+def _exact_all(mechs, delta, support) -> list[tuple[float, float]]:
     """(epsilon, error) of each construction on three grids: one batched call
-    (`last_iterate_epsilons`), or one call each when the batch fails; a construction the
-    engine refuses (mass leaving every grid it tries, a grid too large) gets (nan, inf)."""
+    (`last_iterate_epsilons`, automatic support), else one call each, automatic, then over
+    the search grid's `support` (a strongly expanding member's automatic interval can be
+    too wide to plan); a construction the engine refuses both ways (mass leaving the grid,
+    a grid too large) gets (nan, inf)."""
     try:
         return [(r.epsilon, r.error) for r in last_iterate_epsilons(mechs, delta, progress=False)]
     except (FloatingPointError, ValueError):
         pass
     out = []
     for mech in mechs:
-        try:
-            res = last_iterate_epsilon(mech, delta, progress=False)
-            out.append((res.epsilon, res.error))
-        except (FloatingPointError, ValueError):
+        for where in (None, support):
+            try:
+                res = last_iterate_epsilon(mech, delta, support=where, progress=False)
+                out.append((res.epsilon, res.error))
+                break
+            except (FloatingPointError, ValueError):
+                continue
+        else:
             out.append((math.nan, math.inf))
     return out
 
@@ -294,8 +300,8 @@ def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResul
         named.append((f"gradient:{name}", family.member(best_theta)))
     if rand["best_theta"] is not None:
         named.append(("random", family.member(jnp.asarray(rand["best_theta"]))))
-    exact = dict(zip([n for n, _ in named], _exact_all([m for _, m in named], cfg.delta),
-                     strict=True))  # fmt: skip
+    values = _exact_all([m for _, m in named], cfg.delta, _search_support(family))
+    exact = dict(zip([n for n, _ in named], values, strict=True))
     per_start = {
         name: {"before": exact[f"start:{name}"][0], "after": exact[f"gradient:{name}"][0],
                "after_error": exact[f"gradient:{name}"][1],

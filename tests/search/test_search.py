@@ -56,6 +56,7 @@ def test_search_writes_its_files_and_the_best_reloads(tiny):
     assert last_iterate_epsilon(again, 1e-5).epsilon == pytest.approx(tiny.exact_epsilon, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_an_interrupted_search_resumes_to_the_same_result(tiny, tmp_path, monkeypatch):
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
