@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from advsim._validation import check_int, check_positive, check_probability
+from advsim._limits import check_steps
+from advsim._validation import check_positive, check_probability
 
 __all__ = ["Accounting"]
 
@@ -14,7 +15,8 @@ class Accounting:
     """The public parameters of one DP-SGD run, as the privacy bounds see them.
 
     Attributes:
-        steps: T, the number of noisy steps (noise accumulates over all of them).
+        steps: T, the number of noisy steps (noise accumulates over all of them), in
+            [1, `advsim._limits.MAX_STEPS`].
         sampling_prob: q, the probability that the canary is in the batch at a step that
             can carry it (1.0 for a fixed batch that always contains it).
         noise_multiplier: sigma; each step adds N(0, sigma^2 C^2 I).
@@ -27,7 +29,7 @@ class Accounting:
     canary_steps: tuple[int, ...]
 
     def __post_init__(self):
-        steps = check_int("steps", self.steps, minimum=1)
+        steps = check_steps("steps", self.steps)
         object.__setattr__(self, "steps", steps)
         object.__setattr__(
             self, "sampling_prob", check_probability("sampling_prob", self.sampling_prob)

@@ -27,7 +27,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yields a temporary path beside `path`; renames it onto `path` only on success.
 
     A crash or kill at any moment leaves either the old file or the complete new one, never
-    a half-written file (the rename is atomic on POSIX file systems).
+    a half-written file (the rename is atomic on POSIX file systems). The file gets the
+    permissions the user's umask gives a new file (`tempfile.mkstemp` alone would make it
+    readable by its owner only).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,10 +38,26 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, without changing it; else set
+    and restored at once)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _jsonable(value):

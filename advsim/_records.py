@@ -12,8 +12,9 @@ from typing import Literal, TypedDict
 import equinox as eqx
 import numpy as np
 
+from advsim._limits import check_steps
 from advsim._schedule import CanarySchedule
-from advsim._validation import as_traced_float, check_int, check_positive, check_probability
+from advsim._validation import as_traced_float, check_positive, check_probability
 
 __all__ = ["DPSGDOptions", "DPSGDParams"]
 
@@ -52,7 +53,8 @@ class DPSGDParams(eqx.Module):
     float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
 
     Args:
-        steps: T >= 1 (static: it sets the scan length).
+        steps: T in [1, 10^7] (`advsim._limits.MAX_STEPS`; static: it sets the scan
+            length).
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
         clip_norm: C > 0.
@@ -90,7 +92,7 @@ class DPSGDParams(eqx.Module):
         canary_schedule: CanarySchedule | str | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        self.steps = check_int("steps", steps, minimum=1)
+        self.steps = check_steps("steps", steps)
         self.sampling_prob = as_traced_float("sampling_prob", sampling_prob, check_probability)
         self.noise_multiplier = as_traced_float(
             "noise_multiplier", noise_multiplier, check_positive

@@ -32,6 +32,11 @@ class Scores:
                 raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
             if arr.size < 1:
                 raise ValueError(f"{name} must hold at least one score, got 0")
+            if arr.dtype.kind not in "biuf":  # complex, strings, objects: no order to test
+                raise TypeError(
+                    f"{name} must hold real numbers (a bool, integer or float array), got "
+                    f"dtype {arr.dtype}"
+                )
             if not np.issubdtype(arr.dtype, np.floating):
                 arr = arr.astype(np.float64)
             object.__setattr__(self, name, arr)
@@ -52,32 +57,23 @@ class Scores:
         )
 
     def check_finite(self) -> Scores:
-        """Returns self, or raises NonFiniteScoresError naming how many scores are bad."""
+        """Returns self, or raises NonFiniteScoresError naming how many scores are bad
+        (`advsim.simulate` adds the mechanism and adversary that produced them)."""
         bad_in, bad_out = self.nonfinite_counts()
         if bad_in or bad_out:
             raise NonFiniteScoresError(
-                f"the mechanism/adversary produced non-finite scores: {bad_in} of {self.n_in} "
-                f"canary_in and {bad_out} of {self.n_out} canary_out are NaN or inf; "
-                "no epsilon is computed from non-finite scores"
+                f"{bad_in} of {self.n_in} canary_in and {bad_out} of {self.n_out} canary_out "
+                "scores are NaN or inf; no epsilon is computed from non-finite scores"
             )
         return self
 
     def save(self, path) -> None:
-        """Writes both arrays to a `.npz` file (atomically: temporary file, then rename)."""
-        import os
-        import tempfile
+        """Writes both arrays to a `.npz` file (atomically: temporary file, then rename;
+        with the permissions the user's umask gives a new file)."""
+        from advsim._io import atomic_path
 
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, canary_in=self.canary_in, canary_out=self.canary_out)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_path(path) as tmp, tmp.open("wb") as f:
+            np.savez(f, canary_in=self.canary_in, canary_out=self.canary_out)
 
     @classmethod
     def load(cls, path) -> Scores:

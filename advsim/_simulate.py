@@ -8,6 +8,7 @@ decide which runs are computed together.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
@@ -25,9 +26,9 @@ from advsim._binomial import (
     binomial_window,
 )
 from advsim._dpsgd import gathers_sampled_examples, run_mechanism
+from advsim._limits import MAX_SEED, check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism, AbstractProjected
-from advsim._scores import Scores
-from advsim._validation import check_int
+from advsim._scores import NonFiniteScoresError, Scores
 
 __all__ = [
     "BINOMIAL_METHODS",
@@ -50,8 +51,6 @@ BLOCK_MEMORY_BYTES = 64 * 2**20
 #: with them the exact numbers of earlier versions (a lane's float rounding can depend on
 #: the width: the gradient canary's scores did).
 VECTOR_COORDINATES = 8192
-_MAX_TRIALS = 2**32 - 1  # run indices are folded into the key as uint32
-_MAX_SEED = 2**64 - 1
 
 #: How `simulate` draws the Poisson-sampled group counts (its `binomial` argument).
 BINOMIAL_METHODS = ("table", "jax", "normal_approx")
@@ -85,7 +84,7 @@ def as_key(key) -> jax.Array:
         raise TypeError(f"key must be a jax PRNG key or an integer seed, got {key!r}")
     if isinstance(key, int | np.integer):
         seed = int(key)
-        if not 0 <= seed <= _MAX_SEED:
+        if not 0 <= seed <= MAX_SEED:
             raise ValueError(
                 f"key must be a jax PRNG key or an integer seed in [0, 2**64 - 1], got {seed}"
             )
@@ -287,14 +286,45 @@ def vector_width(mechanism: AbstractMechanism, release: str = "last") -> int:
     block, the width depends only on the mechanism's shapes, so run i always sits in the
     same lane of the same compiled call whatever the chunk size or the devices.
     """
+    return _lane_width(mechanism, block_size(mechanism, release))
+
+
+def _lane_width(mechanism: AbstractMechanism, block: int) -> int:
+    """`vector_width` for a mechanism whose `block_size` is `block`."""
     d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
     width = 2 ** int(math.floor(math.log2(max(1, VECTOR_COORDINATES // max(d, 1)))))
-    return int(min(block_size(mechanism, release), width))
+    return int(min(block, width))
 
 
 def default_chunk_size(mechanism: AbstractMechanism, release: str = "last") -> int:
     """Runs per host round trip: 16 blocks per device (one compiled chunk, one bar update)."""
     return 16 * block_size(mechanism, release) * len(jax.devices())
+
+
+class _Layout(NamedTuple):
+    """How `simulate_world` lays out a world's runs (the same for both worlds of a call):
+    the count samplers, `block_size`, `vector_width` and the chunk (whole blocks on every
+    device)."""
+
+    samplers: tuple | None
+    block: int
+    width: int
+    chunk: int
+
+
+def _layout(
+    mechanism: AbstractMechanism, release: str, chunk_size: int | None, binomial: str
+) -> _Layout:
+    """The layout of `mechanism`'s runs, `block_size` computed once."""
+    block = block_size(mechanism, release)
+    unit = block * len(jax.devices())
+    chunk_size = 16 * unit if chunk_size is None else chunk_size  # default_chunk_size
+    return _Layout(
+        samplers=count_samplers(mechanism, binomial),
+        block=block,
+        width=_lane_width(mechanism, block),
+        chunk=int(math.ceil(chunk_size / unit) * unit),  # round up to whole blocks
+    )
 
 
 def count_samplers(
@@ -359,18 +389,17 @@ def simulate_world(
     release: str = "last",
     progress: tqdm | None = None,
     binomial: str = "table",
+    layout: _Layout | None = None,
 ) -> np.ndarray:
-    """Scores of `trials` runs of one world (no crafting: pass the crafted mechanism)."""
-    samplers = count_samplers(mechanism, binomial)
+    """Scores of `trials` runs of one world (no crafting: pass the crafted mechanism).
+
+    `layout` (`simulate` passes the one it computed for both worlds) is computed from the
+    mechanism, `release`, `chunk_size` and `binomial` where not given.
+    """
+    if layout is None:
+        layout = _layout(mechanism, release, chunk_size, binomial)
+    samplers, width, chunk = layout.samplers, layout.width, layout.chunk
     devices = jax.devices()
-    n_dev = len(devices)
-    block = block_size(mechanism, release)
-    width = vector_width(mechanism, release)
-    if chunk_size is None:
-        chunk_size = default_chunk_size(mechanism, release)
-    # A chunk is whole blocks, split evenly over the devices: round up to a multiple.
-    unit = block * n_dev
-    chunk = int(math.ceil(chunk_size / unit) * unit)
     mesh = Mesh(np.array(devices), ("trials",))
     sharding = NamedSharding(mesh, PartitionSpec("trials"))
     out = np.empty(trials, dtype=np.float64)
@@ -411,13 +440,15 @@ def simulate(
     Args:
         mechanism: the DP-SGD run.
         adversary: crafts the run and scores its release.
-        trials: runs per world (>= 2).
+        trials: runs per world, in [2, 2**32 - 1] (`advsim._limits.check_trials`).
         key: a `jax.random.key` or an integer seed in [0, 2**64) (see `as_key`: seeds
             below 2**32 give `jax.random.key(seed)`). The in-world uses `fold_in(key, 1)`,
             the out-world `fold_in(key, 0)`, run i of a world `fold_in(world_key, i)`: the
             same key gives the same scores for any chunk size and device count.
         chunk_size: runs per compiled chunk, rounded up to whole blocks on every device
-            (default: 16 blocks per device; see `block_size`).
+            (default: 16 blocks per device; see `block_size`); one whose indices and
+            scores would not fit in the memory available is refused
+            (`advsim._limits.check_chunk_size`).
         release: "last" (only m_T is released, the default) or "all" (m_0, ..., m_T).
         progress: show a tqdm bar; default: when the job has more than 5e7 run-steps.
         check_finite: raise `NonFiniteScoresError` if any score is NaN or inf (default).
@@ -430,7 +461,7 @@ def simulate(
         `Scores(canary_in, canary_out)`, float64 numpy arrays of length `trials`.
 
     Raises:
-        ValueError: `trials` < 2, a bad `chunk_size`, `release` or `binomial`, an
+        ValueError: `trials` out of range, a bad `chunk_size`, `release` or `binomial`, an
             integer `key` outside [0, 2**64); a method of the crafted mechanism or the
             adversary's `score` whose shape is not the one the engine expects (see
             `check_shapes`: checked before any run, naming the method and both shapes).
@@ -444,9 +475,9 @@ def simulate(
         >>> scores.canary_in.shape
         (1000,)
     """
-    trials = check_int("trials", trials, minimum=2, maximum=_MAX_TRIALS)
+    trials = check_trials("trials", trials)
     if chunk_size is not None:
-        chunk_size = check_int("chunk_size", chunk_size, minimum=1)
+        chunk_size = check_chunk_size("chunk_size", chunk_size)
     if release not in ("last", "all"):
         raise ValueError(f"release must be 'last' or 'all', got {release!r}")
     if binomial not in BINOMIAL_METHODS:
@@ -459,6 +490,7 @@ def simulate(
     crafted = adversary.craft(mechanism)
     _check_x64(crafted)
     check_shapes(crafted, adversary, release)
+    layout = _layout(crafted, release, chunk_size, binomial)
     if progress is None:
         progress = 2 * trials * crafted.steps > 5e7
     bar = tqdm(total=2 * trials, unit="run", desc="simulate", disable=not progress, leave=False)
@@ -471,14 +503,19 @@ def simulate(
                 trials,
                 jax.random.fold_in(key, world),
                 canary_in=world == 1,
-                chunk_size=chunk_size,
                 release=release,
                 progress=bar,
-                binomial=binomial,
+                layout=layout,
             )
             for name, world in (("canary_in", 1), ("canary_out", 0))
         }
     scores = Scores(**worlds)
     if check_finite:
-        scores.check_finite()
+        try:
+            scores.check_finite()
+        except NonFiniteScoresError as err:
+            raise NonFiniteScoresError(
+                f"{type(crafted).__name__} scored by {type(adversary).__name__} gave "
+                f"non-finite scores: {err}"
+            ) from None
     return scores

@@ -31,9 +31,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
+from advsim._limits import check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim._validation import check_delta, check_in_interval
 from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
@@ -363,7 +364,7 @@ def run_audit(
         `audit_time_s` and `bounds_time_s` (each without the compilation inside it),
         `exact_time_s` (the exact columns, their compilation included; 0 without `exact`).
     """
-    trials = check_int("trials", trials, minimum=2)
+    trials = check_trials("trials", trials)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
     start = time.perf_counter()
@@ -604,7 +605,7 @@ def run_threshold_search(
     Returns:
         A `ThresholdSearchResult`.
     """
-    trials = check_int("trials", trials, minimum=2)
+    trials = check_trials("trials", trials)
     delta = check_delta("delta", delta)
     if multiplicity not in ("bonferroni", "none"):
         raise ValueError(f"multiplicity must be 'bonferroni' or 'none', got {multiplicity!r}")

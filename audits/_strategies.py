@@ -84,6 +84,8 @@ __all__ = [
 
 #: `projected_split`'s default share of each world that chooses the threshold.
 SELECTION_FRACTION = 0.15
+#: The fewest scores per world `projected_split` takes: one chooses, two are counted.
+PROJECTED_SPLIT_MIN_SCORES = 3
 
 
 def _with(
@@ -194,9 +196,9 @@ def bonferroni_audit(
 
 def _part(scores: np.ndarray, rng: np.random.Generator, fraction: float) -> tuple:
     """(sorted choosing part, sorted counting part): `fraction` of the shuffled scores
-    (at least one) choose, the rest (at least one) count."""
+    (at least one) choose, the rest (at least two) count."""
     perm = rng.permutation(scores.size)
-    cut = min(max(1, int(round(fraction * scores.size))), scores.size - 1)
+    cut = min(max(1, int(round(fraction * scores.size))), scores.size - 2)
     return np.sort(scores[perm[:cut]]), np.sort(scores[perm[cut:]])
 
 
@@ -216,17 +218,24 @@ def projected_split_audit(
         delta: the DP delta, in (0, 1).
         accounting: passed to the audit.
         selection_fraction: the share of each world that chooses the thresholds, in
-            (0, 1); each part keeps at least one score.
+            (0, 1); at least one score chooses and at least two are counted.
 
     Returns:
         The audit's result at the better of the (at most two) chosen thresholds on the
         counting part, each bounded at confidence 1 - (1 - c) / 2 (held out).
 
     Raises:
-        ValueError: bad `delta` or `selection_fraction`, fewer than 2 scores per world.
+        ValueError: bad `delta` or `selection_fraction`, fewer than
+            `PROJECTED_SPLIT_MIN_SCORES` (3) scores per world.
     """
     if not 0.0 < selection_fraction < 1.0:
         raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}")
+    if isinstance(scores, Scores) and min(scores.n_in, scores.n_out) < PROJECTED_SPLIT_MIN_SCORES:
+        raise ValueError(
+            f"threshold_selection='projected_split' needs at least "
+            f"{PROJECTED_SPLIT_MIN_SCORES} scores per world (one chooses the thresholds, two "
+            f"are counted), got n_in={scores.n_in}, n_out={scores.n_out}"
+        )
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
     rng = np.random.default_rng(audit.seed)
     sel_in, cnt_in = _part(cin, rng, selection_fraction)

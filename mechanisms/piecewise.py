@@ -238,7 +238,7 @@ class PiecewiseConstruction(AbstractScalarLaw):
         canary_schedule: CanarySchedule | str | None = None,
         batching: Literal["poisson", "fixed"] = "poisson",
     ):
-        steps = check_int("steps", steps, minimum=1, maximum=10**6)
+        steps = check_int("steps", steps, minimum=1)
         if step_sizes is not None and learning_rate is not None:
             raise ValueError(
                 "give learning_rate (every step) or step_sizes (one per step), not both"
@@ -446,7 +446,7 @@ class PiecewiseConstruction(AbstractScalarLaw):
         if bad:
             raise ValueError(f"a loaded construction can override {sorted(allowed)}, not {bad}")
         args = {k: data[k] for k in allowed} | overrides
-        steps = check_int("steps", args["steps"], minimum=1, maximum=10**6)
+        steps = check_int("steps", args["steps"], minimum=1)
         sizes = np.asarray(data["step_sizes"], np.float64)
         if sizes.size not in (1, steps):
             raise ValueError(

@@ -97,7 +97,8 @@ def _inverse_privacy_loss(loss: plm.GaussianPrivacyLoss, eps: np.ndarray) -> np.
     near_edge = np.abs(eps - edge) <= 1e-6 * max(abs(edge), 1e-300)
     outside = (eps > edge) if add else (eps < edge)
     special = near_edge | outside | (b == 0) | (log_minus_c >= d)
-    with np.errstate(invalid="ignore", over="ignore"):
+    # Where exp(...) reaches 1 (log1p(-1) = -inf) the entry is special: redone below.
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         value = d + np.log1p(-np.exp(log_minus_c - d))
     plw = -value if add else value
     x = -0.5 * s - plw * var / s

@@ -42,12 +42,12 @@ import functools
 import math
 
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy.special import ndtr, ndtri
 
 from advsim._validation import check_delta, check_positive
 from advsim.bounds._heuristic import binomial_mixture
 from advsim.bounds._mixture import mixture_tradeoff
+from advsim.bounds._pld_fast import gaussian_pld
 from advsim.bounds._run import run_parameters
 
 __all__ = [
@@ -174,9 +174,10 @@ def _upper_envelope(a: np.ndarray, b: np.ndarray) -> tuple:
 
 @functools.lru_cache(maxsize=256)
 def _pld(q: float, sigma: float, n: int, vdi: float):
-    return pld_lib.from_gaussian_mechanism(
-        sigma, sampling_prob=q, value_discretization_interval=vdi
-    ).self_compose(n)
+    # `gaussian_pld` is `from_gaussian_mechanism(sigma, sampling_prob=q,
+    # value_discretization_interval=vdi)` bit for bit, 4x faster at small sigma, and
+    # refuses a grid that would not fit in memory, naming the smallest sigma it takes.
+    return gaussian_pld(sigma, q, vdi).self_compose(n)
 
 
 def composition_pld(
@@ -207,6 +208,10 @@ def _pmf_deltas(pmf, epsilons: np.ndarray) -> np.ndarray:
     $\delta(\varepsilon) = m_\infty + \sum_{l_j > \varepsilon} p_j
     (1 - e^{\varepsilon - l_j})$, with numpy suffix sums instead of its Python loop
     (which takes 0.5 s for 4000 epsilons); falls back to it for a non-dense pmf.
+
+    Only the losses above the smallest epsilon count, and $e^{-l_j}$ is scaled by the
+    largest epsilon, so no exponential overflows however wide the loss grid is (at
+    sigma = 0.01 it spans thousands of nats).
     """
     try:
         probs = np.asarray(pmf._probs, np.float64)
@@ -214,8 +219,13 @@ def _pmf_deltas(pmf, epsilons: np.ndarray) -> np.ndarray:
         inf_mass = float(pmf._infinity_mass)
     except AttributeError:
         return np.asarray(pmf.get_delta_for_epsilon(epsilons), np.float64)
-    # Suffix sums of p_j and p_j e^{m - l_j} (shifted by the largest loss m: no overflow).
-    top = losses[-1]
+    epsilons = np.asarray(epsilons, np.float64)
+    # The losses that count for some epsilon: l_j > min(eps). Suffix sums over them of
+    # p_j and p_j e^{s - l_j}, s = max(eps): the exponent is below s - min(eps), and
+    # e^{eps - s} <= 1, so nothing overflows (a term that underflows is below 1e-300).
+    keep = losses > epsilons.min()
+    probs, losses = probs[keep], losses[keep]
+    top = epsilons.max()
     upper = np.concatenate([np.cumsum(probs[::-1])[::-1], [0.0]])
     lower = np.concatenate([np.cumsum((probs * np.exp(top - losses))[::-1])[::-1], [0.0]])
     first = np.searchsorted(losses, epsilons, side="right")  # first loss > eps

@@ -55,6 +55,9 @@ folder holds
 - `cells/<id>.json`: one file per finished cell, written atomically (temporary file, then
   rename) with a SHA-256 checksum of its content, so a killed sweep loses at most the
   cell in flight and a damaged file is detected, never mixed in;
+- `.advsim-lock`, while a sweep runs: a lock (`flock`) that refuses a second process in
+  the same folder (two `--resume` runs at once), naming the process that holds it; it
+  goes with its process, so a killed sweep leaves nothing locked;
 - `results.csv` and `results.json`: the tidy table, one row per cell in cell order, with
   every parameter, eps_lower, eps_point, heuristic, composition, full_batch, the exact
   epsilon (below), trials, seed, wall time and where it went (`TIME_COLUMNS`), and what

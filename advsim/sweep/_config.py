@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from advsim._limits import check_chunk_size, check_seed, check_trials
 from advsim._validation import (
     check_delta,
     check_finite,
@@ -29,6 +30,7 @@ from advsim._validation import (
 )
 from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
 from advsim.experiment import EXACT_REFINEMENTS
+from advsim.sweep._checks import CellError, check_cell
 from advsim.sweep._classes import Plugin, resolve
 
 __all__ = [
@@ -101,7 +103,7 @@ def _check_setting(key: str, value, where: str):
         if key == "delta":
             check_delta(key, value)
         elif key == "trials":
-            check_int(key, value, minimum=2, maximum=2**32 - 1)
+            check_trials(key, value)
         elif key == "replicate":
             check_int(key, value, minimum=0)
         elif key == "num_splits":
@@ -186,6 +188,10 @@ class SweepConfig:
     common_seed: bool = False
     exact: bool = True
     exact_refinements: int = EXACT_REFINEMENTS
+    #: `(T, q, n)` of each cell's run by cell id (steps, the canary's sampling rate, its
+    #: number of steps), read from the mechanism `parse_config` builds to check the cell:
+    #: calibrating a cell's sigma needs them, and the runner builds each mechanism once.
+    cell_runs: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """The config as a TOML-shaped dict with every default filled in;
@@ -260,6 +266,18 @@ def canon(value) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _by_value(value):
+    """`value` with every integral float as its int (recursively), so that values equal
+    as numbers are equal whatever their spelling (1 and 1.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _by_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_by_value(v) for v in value]
+    return value
+
+
 def _cell_id(config: SweepConfig, params: Mapping) -> str:
     ident = {
         "mode": config.mode,
@@ -288,8 +306,8 @@ def load_config(path: str | os.PathLike) -> SweepConfig:
     """
     path = Path(path)
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
+        # A byte-order mark (some editors write one) is no TOML statement: it is dropped.
+        data = tomllib.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode())
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{path}: not valid TOML: {err}") from None
     except UnicodeDecodeError as err:
@@ -330,9 +348,11 @@ def _as_values(key: str, value, where: str) -> list:
             raise ValueError(
                 f"{where}.{key} values must be numbers, strings or booleans, got {v!r}"
             )
-    keys = [canon(v) for v in values]
+    keys = [canon(_by_value(v)) for v in values]
     if len(set(keys)) != len(keys):
-        raise ValueError(f"{where}.{key} lists a value twice: {values!r}")
+        spelt = len({canon(v) for v in values}) == len(values)  # equal only as numbers
+        note = " (numbers are compared by value: 1 and 1.0 are one value)" if spelt else ""
+        raise ValueError(f"{where}.{key} lists a value twice: {values!r}{note}")
     return list(values)
 
 
@@ -343,8 +363,12 @@ def parse_config(data: Mapping) -> SweepConfig:
     values that are not lists of scalars, a key both fixed and swept; the mechanism and
     adversary names are resolved (`advsim.sweep.resolve`: an alias or a class path, only
     subclasses of the abstract bases) and the adversary is built. Then every cell's
-    mechanism is built once (cheaply, without running it), so a bad parameter anywhere in
-    the grid fails now, naming the cell, rather than hours into the sweep.
+    mechanism is built once (cheaply, without running it) and its run checked against what
+    the computation takes (`advsim.sweep._checks.check_cell`: the canary schedule within
+    T, a sigma the accountant's grid can hold, a reachable `target_epsilon`, enough runs
+    for the threshold strategy), so a bad parameter anywhere in the grid fails now, naming
+    the cell, rather than hours into the sweep. Numbers are compared by value: a list or a
+    set of cases that gives one value twice (1 and 1.0) is refused.
 
     Raises:
         ValueError: naming the key, the value and the valid range.
@@ -400,16 +424,17 @@ def _pop_sweep_options(sweep: dict) -> dict:
     if mode not in _MODES:
         raise ValueError(f"sweep.mode must be 'audit' or 'bounds', got {mode!r}")
     seed = sweep.pop("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"sweep.seed must be an integer >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):  # 1.0 is no seed in a file
+        raise ValueError(f"sweep.seed must be an integer in [0, 2^64 - 1], got {seed!r}")
+    check_seed("sweep.seed", seed)
     name = sweep.pop("name", None)
     if name is not None and not isinstance(name, str):
         raise ValueError(f"sweep.name must be a string, got {name!r}")
     chunk_size = sweep.pop("chunk_size", None)
-    if chunk_size is not None and (
-        isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
-    ):
-        raise ValueError(f"sweep.chunk_size must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size is not None:
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+            raise ValueError(f"sweep.chunk_size must be an integer >= 1, got {chunk_size!r}")
+        check_chunk_size("sweep.chunk_size", chunk_size)
     common_seed = sweep.pop("common_seed", False)
     if not isinstance(common_seed, bool):
         raise ValueError(f"sweep.common_seed must be true or false, got {common_seed!r}")
@@ -533,8 +558,9 @@ def _defaults(mode: str, plugin: Plugin) -> dict:
 
 def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     """Refuses a sweep without cells, a cell without a required parameter, with a strategy
-    option its `threshold_selection` does not take, whose mechanism cannot be built, or
-    that repeats another."""
+    option its `threshold_selection` does not take, whose mechanism cannot be built, that
+    its run would refuse (`advsim.sweep._checks.check_cell`), or that repeats another
+    (numbers compared by value); records each cell's run in `config.cell_runs`."""
     cells = config.cells()
     if not cells:
         raise ValueError("the sweep has no cells")
@@ -542,6 +568,14 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     swept = config.swept
     ids = {}
     for cell in cells:
+        same = canon(_by_value(cell.params))
+        if same in ids:
+            raise ValueError(
+                f"cells {ids[same]} and {cell.index} are the same cell "
+                f"{describe(cell.params, swept)} (numbers are compared by value: 1 and 1.0 "
+                "are one value)"
+            )
+        ids[same] = cell.index
         missing = [k for k in required if k not in cell.params]
         if "noise_multiplier" not in cell.params and "target_epsilon" not in cell.params:
             missing.append("noise_multiplier (or target_epsilon)")
@@ -558,12 +592,13 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
         if config.mode == "audit":
             _check_strategy_options(cell.params, swept)
         try:
-            build_mechanism(config, cell.params, noise_multiplier=1.0)
+            mechanism = build_mechanism(config, cell.params, noise_multiplier=1.0)
+            where = f"cell {describe(cell.params, swept)}"
+            config.cell_runs[cell.cell_id] = check_cell(config, cell, mechanism, where)
+        except CellError:
+            raise
         except (TypeError, ValueError) as err:
             raise ValueError(f"cell {describe(cell.params, swept)}: {err}") from None
-        if cell.cell_id in ids:
-            raise ValueError(f"cells {ids[cell.cell_id]} and {cell.index} are the same cell")
-        ids[cell.cell_id] = cell.index
 
 
 def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:

@@ -59,14 +59,25 @@ def plot_sweep(out: str | os.PathLike) -> list[Path]:
       of the heuristic (and of eps_point in audit mode).
 
     Works on unfinished sweeps too (the finished cells). Returns the written paths.
+
+    Raises:
+        SweepError: a folder with no finished cell, or a sweep that sweeps no parameter
+            (one cell: every figure plots epsilon against a swept parameter); nothing is
+            written then.
     """
     out = Path(out)
     config, rows = load_results(out, partial=True)
     if not rows:
         raise SweepError(f"{out} has no finished cells to plot")
+    swept = config.swept
+    if not swept:
+        raise SweepError(
+            f"{out} holds one cell and sweeps no parameter, so there is nothing to plot (the "
+            "figures show epsilon against a swept parameter); its numbers are in "
+            f"{out / 'results.csv'}"
+        )
     figdir = out / "figures"
     figdir.mkdir(exist_ok=True)
-    swept = config.swept
     audit = config.mode == "audit"
     values = ["eps_lower", "eps_point"] if audit else []
     values += ["heuristic", "composition", "full_batch"]

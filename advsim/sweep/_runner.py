@@ -32,6 +32,7 @@ from advsim.sweep._store import (
     RUN_FILE,
     load_run_config,
     read_cell,
+    sweep_lock,
     table_rows,
     write_cell,
     write_table,
@@ -84,7 +85,7 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     """
     start = time.perf_counter()
     p = cell.params
-    mechanism, calibration = _calibrated_mechanism(config, p, progress)
+    mechanism, calibration = _calibrated_mechanism(config, cell, progress)
     if config.mode == "bounds":
         result = _bounds_cell(config, mechanism, p, progress)
     else:
@@ -93,28 +94,32 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     return result
 
 
-def _calibrated_mechanism(config: SweepConfig, p: Mapping, progress: bool | None):
+def _calibrated_mechanism(config: SweepConfig, cell: Cell, progress: bool | None):
     """`(the cell's mechanism, seconds its calibration took)`: with `target_epsilon`, at
-    the noise multiplier calibrated to it over the canary's steps; else as configured."""
-    delta = p["delta"]
-    mechanism = build_mechanism(config, p, noise_multiplier=1.0)
+    the noise multiplier calibrated to it over the canary's steps; else as configured.
+    The mechanism is built once: the calibration reads the cell's run (T, q, n) from
+    `config.cell_runs`, recorded when the config was checked."""
+    p = cell.params
     if "target_epsilon" not in p:
-        return mechanism, 0.0
-    acc = mechanism.accounting()
+        return build_mechanism(config, p), 0.0
+    delta = p["delta"]
+    run = config.cell_runs.get(cell.cell_id)
+    if run is None:  # a config not made by parse_config: read the run off the mechanism
+        acc = build_mechanism(config, p, noise_multiplier=1.0).accounting()
+        run = (acc.steps, acc.sampling_prob, acc.num_canary_steps)
+    steps, q, n = run
     tic = time.perf_counter()
     try:
         sigma = bounds.calibrate_noise_multiplier(
             p["target_epsilon"],
             delta,
-            acc.steps,
-            acc.sampling_prob,
-            canary_steps=acc.num_canary_steps,
+            steps,
+            q,
+            canary_steps=n,
             progress=False if progress is False else None,
         )
     except (ValueError, RuntimeError, ArithmeticError) as err:
-        raise CalibrationError(
-            p["target_epsilon"], delta, acc.steps, acc.sampling_prob, err
-        ) from err
+        raise CalibrationError(p["target_epsilon"], delta, steps, q, err) from err
     calibration = time.perf_counter() - tic
     return build_mechanism(config, p, noise_multiplier=sigma), calibration
 
@@ -270,41 +275,45 @@ def run_sweep(
     if executor == "ray":
         _import_ray()  # before anything is written: a missing Ray leaves no folder behind
 
-    meta, fresh = _start_or_resume(config, out, resume)
-    cells_dir.mkdir(parents=True, exist_ok=True)
-
-    # Leftovers of writes killed mid-way: by construction incomplete, never read.
-    for tmp in cells_dir.glob(".*.tmp"):
-        tmp.unlink()
-    results = _read_cells(cells_dir, cells, config)
-
-    pending = [c for c in cells if c.cell_id not in results]
-    meta["sessions"].append(_session(executor, len(results)))
-    meta["cells"] = len(cells)
-    meta["complete"] = False
-    write_json(run_path, meta)
+    # What this call creates; removed again if it fails before finishing a cell.
+    created = [p for p in (cells_dir, out, *out.parents) if not p.exists()]
+    new_run = False  # whether this call writes the folder's run.json (a new sweep)
     try:
-        if on_cell is not None:
-            for row in table_rows(config, cells, results):
-                on_cell(row, False)
-        return _run_pending(
-            config, out, cells, pending, results, meta, progress, executor, ray_address, on_cell
-        )
+        with sweep_lock(out):  # one process at a time in a folder
+            new_run = not run_path.exists()
+            meta = _start_or_resume(config, out, resume)
+            cells_dir.mkdir(parents=True, exist_ok=True)
+            # Leftovers of writes killed mid-way: by construction incomplete, never read.
+            for tmp in cells_dir.glob(".*.tmp"):
+                tmp.unlink()
+            results = _read_cells(cells_dir, cells, config)
+            pending = [c for c in cells if c.cell_id not in results]
+            meta["sessions"].append(_session(executor, len(results)))
+            meta["cells"] = len(cells)
+            meta["complete"] = False
+            write_json(run_path, meta)
+            if on_cell is not None:
+                for row in table_rows(config, cells, results):
+                    on_cell(row, False)
+            return _run_pending(
+                config, out, cells, pending, results, meta, progress, executor, ray_address,
+                on_cell,
+            )  # fmt: skip
     except BaseException:
-        if fresh and not any(cells_dir.glob("*.json")):
-            # Nothing finished in a folder this session made: leave nothing behind, so
-            # that the same command can simply be run again.
+        if new_run and not any(cells_dir.glob("*.json")):
+            # Nothing finished in a sweep this call started: leave nothing behind, so that
+            # the same command can simply be run again.
             run_path.unlink(missing_ok=True)
-            for path in fresh:
+            for path in created:
                 with contextlib.suppress(OSError):
                     path.rmdir()  # only if empty
         raise
 
 
-def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> tuple[dict, list[Path]]:
-    """`(the run's metadata, the folders this call will create)`: that of the sweep in
-    `out` when resuming it (same config), a new one otherwise; refuses a folder that holds
-    another sweep, or cell files without a run file."""
+def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> dict:
+    """The run's metadata: that of the sweep in `out` when resuming it (same config), a
+    new one otherwise; refuses a folder that holds another sweep, or cell files without a
+    run file."""
     cells_dir = out / CELLS_DIR
     run_path = out / RUN_FILE
     if run_path.exists():
@@ -320,13 +329,12 @@ def _start_or_resume(config: SweepConfig, out: Path, resume: bool) -> tuple[dict
                 f"{out} was started with a different config (differs in {diff}); resume it "
                 "with the config in its run.json, or choose a new --out folder"
             )
-        return json.loads(run_path.read_text()), []
+        return json.loads(run_path.read_text())
     if cells_dir.exists() and any(cells_dir.glob("*.json")):
         raise SweepError(f"{cells_dir} holds cell files but {out} has no {RUN_FILE}; refusing")
     meta = provenance(config.to_dict())
     meta["sessions"] = []
-    # What this call creates; removed again if it fails before finishing a cell.
-    return meta, [p for p in (cells_dir, out, *out.parents) if not p.exists()]
+    return meta
 
 
 def _read_cells(cells_dir: Path, cells: Sequence[Cell], config: SweepConfig) -> dict:

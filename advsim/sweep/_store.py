@@ -8,6 +8,7 @@ sweep and an uninterrupted one give the same table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,6 +25,8 @@ __all__ = ["AUDIT_COLUMNS", "BOUNDS_COLUMNS", "TIME_COLUMNS", "load_results"]
 CELL_FORMAT = "advsim-sweep-cell/1"
 RUN_FILE = "run.json"
 CELLS_DIR = "cells"
+#: Held (`fcntl.flock`) by the process running the sweep in a folder; removed when it ends.
+LOCK_FILE = ".advsim-lock"
 TABLE_CSV = "results.csv"
 TABLE_JSON = "results.json"
 
@@ -46,6 +49,50 @@ BOUNDS_COLUMNS = record_columns(bounds=True)
 `AuditRecord` a bounds-only cell has (the parameters, the reference bounds and, where the
 mechanism has the capability, the exact epsilon), in its order.
 """
+
+
+@contextlib.contextmanager
+def sweep_lock(out: Path):
+    """Holds the sweep folder `out` (created if needed) for this process: an exclusive
+    `flock` on `out/LOCK_FILE`, which records the holder's process id. A second process
+    (two `--resume` runs of one folder at once) is refused at once, with a `SweepError`
+    naming the folder and the holder, before it reads or writes anything: the two would
+    compute the same cells, and run.json would record one of them as never finished. The lock
+    dies with its process, so a killed sweep never leaves the folder locked. Without
+    `fcntl` (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here
+        yield
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise SweepError(
+                f"another process (pid {holder}) is running the sweep in {out}; wait for it "
+                "to finish (then --resume runs what is left), or choose another --out folder"
+            ) from None
+        try:  # the holder before may have removed the file between our open and flock
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # while still held: a process waiting on this file retries
+        os.close(fd)
 
 
 def _decode_result(result: Mapping) -> dict:
