@@ -80,8 +80,10 @@ class FixedGridEpsilon:
         >>> objective = FixedGridEpsilon(mech, 1e-5, support=(-15.0, 18.0))
         >>> with jax.enable_x64(True):
         ...     eps, lost = objective(mech)
-        >>> round(float(eps), 3)
-        3.152
+        >>> # One grid at 4 nodes per sd: within 0.3% of the exact 5.821 (the heuristic,
+        >>> # exact for this process: Theorem 1 of arXiv:2410.06186).
+        >>> abs(float(eps) / 5.821 - 1) < 0.005
+        True
     """
 
     def __init__(
