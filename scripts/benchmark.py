@@ -495,7 +495,7 @@ def search_rows() -> None:
     )
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200_000, help="runs per world")
     parser.add_argument("--steps", type=int, default=1000)
@@ -539,6 +539,11 @@ def main(argv=None) -> None:
         "default: 'one', the fastest measured; 'all': every grouping)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer runs, fewer repeats")
+    return parser
+
+
+def main(argv=None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     trials, repeats = (20_000, 1) if args.quick else (args.trials, 3)
 

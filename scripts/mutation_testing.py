@@ -331,7 +331,7 @@ def _check_import_path(root: Path) -> None:
         raise SystemExit(f"sandbox packages are not the ones imported: {out.stdout}{out.stderr}")
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", help="advsim/bounds or audits")
     p.add_argument("--per-module", type=int, default=0, help="sample N mutants per module")
@@ -348,9 +348,12 @@ def main(argv=None) -> int:
     p.add_argument(
         "--pytest-args", default="", help='extra pytest arguments, e.g. "-k not audits_finite"'
     )
-    args = p.parse_args(argv)
+    return p
 
-    folder = args.folder.rstrip("/")
+
+def _select(args, folder: str) -> tuple[list[str], list[Mutant], dict[str, int]]:
+    """The modules of `folder`, the mutants to run (sampled or named) and each module's
+    enumerated count."""
     tracked = subprocess.run(
         ["git", "ls-files", folder], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()  # tracked files only: an untracked one may be someone's work in progress
@@ -371,6 +374,37 @@ def main(argv=None) -> int:
         elif args.per_module and len(ms) > args.per_module:
             ms = sorted(rng.sample(ms, args.per_module), key=lambda m: m.index)
         mutants += ms
+    return modules, mutants, total
+
+
+def _report(args, folder, modules, mutants, total, elapsed) -> None:
+    """Prints the kill counts and survivors; writes the JSON of `--out`."""
+    print(f"\n== {folder}: {len(mutants)} mutants in {elapsed / 60:.1f} min ==")
+    for module in modules:
+        ms = [m for m in mutants if m.module == module]
+        if ms:
+            dead = sum(m.status != "survived" for m in ms)
+            print(f"{module:36s} killed {dead}/{len(ms)} (of {total[module]} enumerated)")
+    dead = sum(m.status != "survived" for m in mutants)
+    print(f"{'all':36s} killed {dead}/{len(mutants)}")
+    print("\nsurvivors:")
+    for m in mutants:
+        if m.status == "survived":
+            print(f"  {m.ident:30s} {m.module}:{m.line}  {m.before!r} -> {m.after!r}")
+    if args.out:
+        args.out.write_text(
+            json.dumps(
+                {"folder": folder, "seconds": elapsed, "enumerated": total,
+                 "mutants": [asdict(m) | {"id": m.ident} for m in mutants]},
+                indent=1,
+            )
+        )  # fmt: skip
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    folder = args.folder.rstrip("/")
+    modules, mutants, total = _select(args, folder)
     print(f"{len(mutants)} mutants to run (of {sum(total.values())}: {total})", flush=True)
     if args.list:
         for m in mutants:
@@ -422,26 +456,7 @@ def main(argv=None) -> int:
     for root in roots:
         shutil.rmtree(root.parent, ignore_errors=True)
 
-    print(f"\n== {folder}: {len(mutants)} mutants in {elapsed / 60:.1f} min ==")
-    for module in modules:
-        ms = [m for m in mutants if m.module == module]
-        if ms:
-            dead = sum(m.status != "survived" for m in ms)
-            print(f"{module:36s} killed {dead}/{len(ms)} (of {total[module]} enumerated)")
-    dead = sum(m.status != "survived" for m in mutants)
-    print(f"{'all':36s} killed {dead}/{len(mutants)}")
-    print("\nsurvivors:")
-    for m in mutants:
-        if m.status == "survived":
-            print(f"  {m.ident:30s} {m.module}:{m.line}  {m.before!r} -> {m.after!r}")
-    if args.out:
-        args.out.write_text(
-            json.dumps(
-                {"folder": folder, "seconds": elapsed, "enumerated": total,
-                 "mutants": [asdict(m) | {"id": m.ident} for m in mutants]},
-                indent=1,
-            )
-        )  # fmt: skip
+    _report(args, folder, modules, mutants, total, elapsed)
     return 0
 
 
