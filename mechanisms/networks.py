@@ -5,7 +5,9 @@ breast_cancer, 64-32-10 on digits). The engine's model is a flat float32 vector
 (`ravel_pytree` of the equinox model's arrays); `AbstractRealModel.module(flat)` rebuilds
 the equinox model from it (the skeleton is rebuilt from static sizes under the trace and
 only its structure is used), so runs of many models are vmapped per compiled block by
-`advsim.simulate` unchanged.
+`advsim.simulate` unchanged. `AbstractRealModel` also holds the fields both real-model
+mechanisms share (dataset, network sizes, examples, initial parameters) and builds them
+from their constructors' arguments.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from advsim import AbstractPerExampleData
+from advsim import AbstractPerExampleData, DPSGDParams, poisson_batch_bound
+from advsim.mechanisms.datasets import DATASETS, Dataset, load_dataset
+from advsim.validation import check_int
 
 __all__ = ["MODELS", "AbstractRealModel", "build_network", "example_loss", "example_margin"]
 
@@ -64,20 +69,55 @@ def example_margin(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[A
 class AbstractRealModel(AbstractPerExampleData):
     """Shared machinery: an equinox model on a bundled dataset, examples sampled one by one.
 
-    Concrete classes declare the fields below and their canary; this base supplies the
-    model (`module`, `logits`, `loss`), the per-example gradients the engine samples
-    (`example_gradients`), and `init_model`.
+    Declares the fields every real-model mechanism holds (its constructor sets them;
+    concrete classes add their canary's); this base supplies the model (`module`,
+    `logits`, `loss`), the per-example gradients the engine samples (`example_gradients`),
+    and `init_model`.
     """
 
-    dataset: eqx.AbstractVar[str]
-    model: eqx.AbstractVar[str]
-    width: eqx.AbstractVar[int]
-    in_size: eqx.AbstractVar[int]
-    out_size: eqx.AbstractVar[int]
-    split_seed: eqx.AbstractVar[int]
-    features: eqx.AbstractVar[np.ndarray]
-    labels: eqx.AbstractVar[np.ndarray]
-    initial_params: eqx.AbstractVar[np.ndarray]
+    params: DPSGDParams
+    dataset: str = eqx.field(static=True)
+    model: str = eqx.field(static=True)
+    width: int = eqx.field(static=True)
+    in_size: int = eqx.field(static=True)
+    out_size: int = eqx.field(static=True)
+    split_seed: int = eqx.field(static=True)
+    num_examples: int = eqx.field(static=True)
+    max_batch_size: int = eqx.field(static=True)
+    features: np.ndarray
+    labels: np.ndarray
+    initial_params: np.ndarray
+
+    def _init_shared(self, steps, sampling_prob, noise_multiplier, shared, dpsgd) -> Dataset:
+        """Sets the fields above from a constructor's arguments (validated) and returns the
+        dataset; `shared` is (dataset, model, width, num_examples, max_batch_size,
+        model_seed, split_seed)."""
+        dataset, model, width, num_examples, max_batch_size, model_seed, split_seed = shared
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
+        if dataset not in DATASETS:
+            raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+        if model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+        self.dataset, self.model, self.split_seed = dataset, model, split_seed
+        self.width = check_int("width", width, minimum=1)
+        data = load_dataset(dataset, split_seed=split_seed)
+        n = data.x_train.shape[0]
+        if num_examples is not None:
+            n = check_int("num_examples", num_examples, maximum=n)
+        if max_batch_size is None:
+            max_batch_size = poisson_batch_bound(n, float(self.params.sampling_prob))
+        self.max_batch_size = check_int("max_batch_size", max_batch_size, minimum=1, maximum=n)
+        self.num_examples = n
+        self.in_size = data.x_train.shape[1]
+        self.out_size = 1 if data.num_classes == 2 else data.num_classes
+        seed = check_int("model_seed", model_seed, minimum=0)
+        skeleton = build_network(
+            model, self.in_size, self.out_size, self.width, key=jax.random.key(seed)
+        )
+        flat, _ = ravel_pytree(eqx.filter(skeleton, eqx.is_array))
+        self.features, self.labels = data.x_train[:n], data.y_train[:n]
+        self.initial_params = np.asarray(flat, np.float32)
+        return data
 
     def skeleton(self) -> eqx.Module:
         """An equinox model of the right structure (its values are not the run's)."""

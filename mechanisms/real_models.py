@@ -42,56 +42,18 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, Int
 
-from advsim import (
-    AbstractCanaryExample,
-    AbstractDirectedCanary,
-    CanarySchedule,
-    DPSGDOptions,
-    DPSGDParams,
-    poisson_batch_bound,
-)
-from advsim.mechanisms.datasets import DATASETS, Dataset, load_dataset
+from advsim import AbstractCanaryExample, AbstractDirectedCanary, CanarySchedule, DPSGDOptions
+from advsim.mechanisms.datasets import Dataset
 from advsim.mechanisms.gradient_canary import unit_direction
-from advsim.mechanisms.networks import MODELS, AbstractRealModel, build_network, example_margin
+from advsim.mechanisms.networks import AbstractRealModel, example_margin
 from advsim.validation import check_int, check_positive
 
 __all__ = ["INPUT_CANARIES", "RealModelGradientCanary", "RealModelInputCanary"]
 
 INPUT_CANARIES = ("mislabeled", "out_of_range")
 """The `canary` kinds of `RealModelInputCanary`."""
-
-
-def _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd) -> tuple[dict, Dataset]:
-    """The fields both real-model mechanisms share (validated), and the dataset; `shared` is
-    (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)."""
-    dataset, model, width, num_examples, max_batch_size, model_seed, split_seed = shared
-    params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-    width = check_int("width", width, minimum=1)
-    data = load_dataset(dataset, split_seed=split_seed)
-    n_all = data.x_train.shape[0]
-    n = n_all if num_examples is None else check_int("num_examples", num_examples, maximum=n_all)
-    if max_batch_size is None:
-        max_batch_size = poisson_batch_bound(n, float(params.sampling_prob))
-    max_batch_size = check_int("max_batch_size", max_batch_size, minimum=1, maximum=n)
-    in_size = data.x_train.shape[1]
-    out_size = 1 if data.num_classes == 2 else data.num_classes
-    seed = check_int("model_seed", model_seed, minimum=0)
-    skeleton = build_network(model, in_size, out_size, width, key=jax.random.key(seed))
-    flat, _ = ravel_pytree(eqx.filter(skeleton, eqx.is_array))
-    fields = dict(
-        params=params, dataset=dataset, model=model, width=width, in_size=in_size,
-        out_size=out_size, split_seed=split_seed, num_examples=n,
-        max_batch_size=max_batch_size, features=data.x_train[:n], labels=data.y_train[:n],
-        initial_params=np.asarray(flat, np.float32),
-    )  # fmt: skip
-    return fields, data
 
 
 _ARGS_DOC = """
@@ -135,19 +97,7 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
         (31, (427, 30))
     """
 
-    params: DPSGDParams
-    dataset: str = eqx.field(static=True)
-    model: str = eqx.field(static=True)
-    width: int = eqx.field(static=True)
-    in_size: int = eqx.field(static=True)
-    out_size: int = eqx.field(static=True)
-    split_seed: int = eqx.field(static=True)
-    num_examples: int = eqx.field(static=True)
-    max_batch_size: int = eqx.field(static=True)
     dim: int = eqx.field(static=True)
-    features: np.ndarray
-    labels: np.ndarray
-    initial_params: np.ndarray
     canary_direction: np.ndarray
 
     def __init__(
@@ -170,9 +120,7 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
             dpsgd["canary_schedule"] = CanarySchedule.every(1, sampled=False)
         dpsgd.setdefault("learning_rate", 0.1)
         shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
-        fields, _ = _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd)
-        for name, value in fields.items():
-            setattr(self, name, value)
+        self._init_shared(steps, sampling_prob, noise_multiplier, shared, dpsgd)
         self.dim = int(self.initial_params.shape[0])
         self.canary_direction = unit_direction(canary_direction, self.dim)
 
@@ -249,19 +197,7 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
         ValueError: any argument outside its range (the message names it).
     """
 
-    params: DPSGDParams
-    dataset: str = eqx.field(static=True)
-    model: str = eqx.field(static=True)
-    width: int = eqx.field(static=True)
-    in_size: int = eqx.field(static=True)
-    out_size: int = eqx.field(static=True)
-    split_seed: int = eqx.field(static=True)
-    num_examples: int = eqx.field(static=True)
-    max_batch_size: int = eqx.field(static=True)
     canary: str = eqx.field(static=True)
-    features: np.ndarray
-    labels: np.ndarray
-    initial_params: np.ndarray
     canary_x: np.ndarray
     canary_y: np.ndarray
 
@@ -285,9 +221,7 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
     ):
         dpsgd.setdefault("learning_rate", 0.1)
         shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
-        fields, data = _fields(steps, sampling_prob, noise_multiplier, shared, dpsgd)
-        for name, value in fields.items():
-            setattr(self, name, value)
+        data = self._init_shared(steps, sampling_prob, noise_multiplier, shared, dpsgd)
         if canary not in INPUT_CANARIES:
             raise ValueError(f"canary must be one of {INPUT_CANARIES}, got {canary!r}")
         self.canary = canary

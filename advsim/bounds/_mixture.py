@@ -359,11 +359,13 @@ class _Batch:
 
     # -- the public quantities, row-wise ---------------------------------------------
 
+    def _zeros_and_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """A zero per row (the answer of a trivial row, P == Q) and the other rows' indices."""
+        return np.zeros(self.size), np.flatnonzero(~self.trivial)
+
     def delta(self, eps: float) -> np.ndarray:
         """max(H_{e^eps}(P, Q), H_{e^eps}(Q, P)) for every row."""
-        n = self.size
-        out = np.zeros(n)
-        rows = np.flatnonzero(~self.trivial)
+        out, rows = self._zeros_and_rows()
         if rows.size == 0:
             return out
         u_plus = self.solve_loss(np.full(rows.size, eps), rows)
@@ -390,9 +392,7 @@ class _Batch:
 
     def epsilon(self, delta: float) -> np.ndarray:
         """min{eps >= 0 : delta(eps) <= delta} for every row."""
-        n = self.size
-        out = np.zeros(n)
-        rows = np.flatnonzero(~self.trivial)
+        out, rows = self._zeros_and_rows()
         if rows.size == 0:
             return out
         log_delta = math.log(delta)

@@ -167,19 +167,17 @@ def scalar_fields(
     scale = check_positive("scale", scale)
     spread = check_positive("spread", spread)
     centre = check_finite("centre", centre)
-    sizes = [
-        check_int(n, v, minimum=0)
+    sizes = {
+        n: check_int(n, v, minimum=0)
         for n, v in (("knots", knots), ("bumps", bumps), ("jumps", jumps))
-    ]
+    }
     return _general_field(
         scale=scale,
         centre=centre,
         spread=spread,
-        knots=sizes[0],
-        bumps=sizes[1],
-        jumps=sizes[2],
         monotone=bool(monotone),
         jump_margin=check_nonnegative("jump_margin", jump_margin),
+        **sizes,
     )
 
 

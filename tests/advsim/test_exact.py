@@ -59,46 +59,41 @@ from advsim.mechanisms import (
 DELTA = 1e-5
 
 
-class Regularized(AbstractScalarLaw):
-    """The linear canary (-C) with a regularizer field given as a function (for the
-    error paths): a user's construction written the documented way."""
+class _FromZero(AbstractScalarLaw):
+    """A user's scalar construction written the documented way: m_0 = 0, the DP-SGD
+    hyperparameters in `params` and one static `value` that shapes the fields."""
 
     params: DPSGDParams
-    field: object = eqx.field(static=True)
+    value: object = eqx.field(static=True)
 
-    def __init__(self, steps, sampling_prob, noise_multiplier, field, **dpsgd):
+    def __init__(self, steps, sampling_prob, noise_multiplier, value, **dpsgd):
         self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-        self.field = field
+        self.value = value
 
     def init_model(self):
         return jnp.zeros((1,))
+
+
+class Regularized(_FromZero):
+    """The linear canary (-C) with a regularizer field given as a function (`value`; for
+    the error paths)."""
 
     def canary_gradient(self, model, t):
         return -jnp.ones_like(model)
 
     def regularizer_gradient(self, model, t):
-        return self.field(model)
+        return self.value(model)
 
 
-class JumpNearStart(AbstractScalarLaw):
-    """A canary that pushes (-C) left of `jump` and not at all right of it, with m_0 = 0
-    just left of the jump: every run's first move is the full push."""
-
-    params: DPSGDParams
-    jump: float = eqx.field(static=True)
-
-    def __init__(self, steps, sampling_prob, noise_multiplier, jump, **dpsgd):
-        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-        self.jump = jump
-
-    def init_model(self):
-        return jnp.zeros((1,))
+class JumpNearStart(_FromZero):
+    """A canary that pushes (-C) left of the jump `value` and not at all right of it, with
+    m_0 = 0 just left of the jump: every run's first move is the full push."""
 
     def canary_gradient(self, model, t):
-        return jnp.where(model < self.jump, -1.0, 0.0)
+        return jnp.where(model < self.value, -1.0, 0.0)
 
     def field_breakpoints(self):
-        return (self.jump,)
+        return (self.value,)
 
 
 # --- reading privacy off two laws -------------------------------------------------------------
