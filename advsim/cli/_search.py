@@ -24,8 +24,34 @@ iterations = 100
 """
 
 
+def _print_result(result, config, out: Path, *, progress: bool) -> None:
+    """The summary of a finished search, and its confirmation by simulation if asked."""
+    from advsim.search import confirm
+
+    s = result.summary()
+    print(f"best construction: {out / 'best.json'} (from {s['best_from']})")
+    print(f"  exact epsilon      {s['exact_epsilon']:.4f} +- {s['exact_error']:.1e} "
+          f"(refinement estimate, delta = {config.delta:g})")  # fmt: skip
+    print(f"  best paper start   {s['best_paper_exact_epsilon']:.4f}")
+    print(f"  random search      {s['random_exact_epsilon']:.4f} (same budget)")
+    print(f"  heuristic          {s['heuristic_epsilon']:.4f}")
+    print(f"  composition        {s['composition_epsilon']:.4f}")
+    if not result.improved:
+        print("  the search found nothing better than its best start (beyond the engine's error)")
+    if config.confirm_runs:
+        c = confirm(result.best, config.delta, config.confirm_runs, seed=config.seed,
+                    progress=progress)  # fmt: skip
+        verdict = "yes" if c.sound else "NO"
+        print(f"confirmation by simulation ({c.runs:,} runs per world): eps_lower "
+              f"{c.eps_lower:.4f} ({c.guarantee})")  # fmt: skip
+        print(f"  at most the exact epsilon {c.exact_epsilon:.4f} + its error: {verdict}")
+        if c.certified is not None:
+            print(f"  certify_violation of the heuristic at these runs: {c.certified}")
+    print(f"wrote {out / 'search.json'}, {out / 'trace.csv'}, {out / 'fields.png'}")
+
+
 def _cmd_search(args) -> int:
-    from advsim.search import confirm, load_config, search  # here: the parser imports no jax
+    from advsim.search import load_config, search  # here: the parser imports no jax
 
     config = load_config(args.config)
     out = (
@@ -43,39 +69,15 @@ def _cmd_search(args) -> int:
         )
     with _cleanup_if_empty(out):
         result = search(config, out, resume=args.resume, progress=not args.quiet)
-    s = result.summary()
-    print(f"best construction: {out / 'best.json'} (from {s['best_from']})")
-    print(f"  exact epsilon      {s['exact_epsilon']:.4f} +- {s['exact_error']:.1e} "
-          f"(refinement estimate, delta = {config.delta:g})")  # fmt: skip
-    print(f"  best paper start   {s['best_paper_exact_epsilon']:.4f}")
-    print(f"  random search      {s['random_exact_epsilon']:.4f} (same budget)")
-    print(f"  heuristic          {s['heuristic_epsilon']:.4f}")
-    print(f"  composition        {s['composition_epsilon']:.4f}")
-    if not result.improved:
-        print("  the search found nothing better than its best start (beyond the engine's error)")
-    if config.confirm_runs:
-        c = confirm(result.best, config.delta, config.confirm_runs, seed=config.seed,
-                    progress=not args.quiet)  # fmt: skip
-        verdict = "yes" if c.sound else "NO"
-        print(f"confirmation by simulation ({c.runs:,} runs per world): eps_lower "
-              f"{c.eps_lower:.4f} ({c.guarantee})")  # fmt: skip
-        print(f"  at most the exact epsilon {c.exact_epsilon:.4f} + its error: {verdict}")
-        if c.certified is not None:
-            print(f"  certify_violation of the heuristic at these runs: {c.certified}")
-    print(f"wrote {out / 'search.json'}, {out / 'trace.csv'}, {out / 'fields.png'}")
+    _print_result(result, config, out, progress=not args.quiet)
     return 0
 
 
 def add_search_command(sub) -> None:
     """Adds `advsim search` to the subcommands `sub`."""
-    p = _command(
-        sub,
-        _cmd_search,
-        "search",
-        help="search a 1-D construction maximising the exact last-iterate epsilon",
-        epilog="a config (TOML):\n" + _EXAMPLE_CONFIG + "\nexample:\n  advsim search "
-        "cell.toml --out advsim-results/cell\n",
-    )
+    epilog = f"a config (TOML):\n{_EXAMPLE_CONFIG}\nexample:\n  advsim search cell.toml --out DIR\n"
+    summary = "search a 1-D construction maximising the exact last-iterate epsilon"
+    p = _command(sub, _cmd_search, "search", help=summary, epilog=epilog)
     p.add_argument("config", help="a TOML file with a [search] table (advsim.search.SearchConfig)")
     _add_run_options(
         p,
