@@ -287,7 +287,10 @@ def search(
         result = _finish(family, starts, state, rand, folder, seconds)
         seconds["exact"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - start
-    return dataclasses.replace(result, seconds=seconds)
+    result = dataclasses.replace(result, seconds=seconds)
+    if folder is not None:
+        _write_results(result)
+    return result
 
 
 def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResult:
@@ -323,12 +326,10 @@ def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResul
         heuristic=float(b["heuristic"]), composition=float(b["composition"]),
         improved=improved, seconds=seconds, folder=folder,
     )  # fmt: skip
-    if folder is not None:
-        _write_results(result, family)
     return result
 
 
-def _write_results(result: SearchResult, family: Family) -> None:
+def _write_results(result: SearchResult) -> None:
     from advsim.search._report import plot_fields
 
     folder = result.folder
