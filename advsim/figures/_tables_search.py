@@ -19,9 +19,12 @@ which must not exceed the exact epsilon; where the exact epsilon beats the heuri
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 
-from advsim.search import SearchConfig, config_from_mapping, confirm, search
+from advsim._io import write_json
+from advsim.search import Confirmation, SearchConfig, config_from_mapping, confirm, search
 
 __all__ = ["compute_machine_found", "heatmap_cells"]
 
@@ -79,6 +82,21 @@ def _row(name: str, cfg: SearchConfig, result, confirmation) -> dict:
     return row
 
 
+def _confirmation(folder, result, cfg: SearchConfig, runs: int) -> Confirmation:
+    """`confirm` of the cell's best construction, kept in `folder/confirm.json` (a resumed
+    figure reads it back when it confirms the same construction at the same runs)."""
+    path = folder / "confirm.json"
+    key = {"best_from": result.best_from, "exact_epsilon": result.exact_epsilon, "runs": runs,
+           "seed": cfg.seed}  # fmt: skip
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            return Confirmation(**saved["confirmation"])
+    confirmation = confirm(result.best, cfg.delta, runs, seed=cfg.seed)
+    write_json(path, {"key": key, "confirmation": dataclasses.asdict(confirmation)})
+    return confirmation
+
+
 def compute_machine_found(figure, rows) -> dict:
     """Runs every cell's search (and confirmation) and returns the table and its summary."""
     params = figure.params
@@ -96,8 +114,7 @@ def compute_machine_found(figure, rows) -> dict:
         result = search(cfg, folder, resume=resume)
         confirmation = None
         if params.get("confirm_runs", 0):
-            confirmation = confirm(result.best, cfg.delta, int(params["confirm_runs"]),
-                                   seed=cfg.seed)  # fmt: skip
+            confirmation = _confirmation(folder, result, cfg, int(params["confirm_runs"]))
         table.append(_row(name, cfg, result, confirmation))
     beat = [r for r in table if r["beat_papers"]]
     summary = [{
