@@ -61,7 +61,11 @@ def plot_tradeoff_panels(
         ax.set_ylabel(r"FNR $\beta$")
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
-    axes[0].legend(frameon=False, loc="lower left", fontsize=7)
+    # One legend below the panels: inside the first panel it covered its curves (they
+    # start at FNR 1 and end at FPR 1, so no corner of a linear panel is free).
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=7,
+               ncols=len(labels) if len(panels) > 1 else 1)
     return save_figure(fig, path_stem)
 
 
@@ -111,13 +115,19 @@ def plot_eps_emp_vs_eps(
                 capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
             )
         if has_column(rows, "eps_lower_mean"):
+            # unclipped: a bound near 0 sits on the axes' edge, which would cut its marker
             ax.plot(eps, [as_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
-                    marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)")
+                    marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)",
+                    clip_on=False)
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         ax.set_xlabel(r"theoretical $\varepsilon$ ($\delta = 10^{-5}$)")
         ax.set_ylabel(r"empirical $\varepsilon$")
         ax.set_title(panel.get("title", ""), fontsize=8)
         ax.grid(True, color="0.9", linewidth=0.6)
-    axes[0].legend(frameon=False, loc="upper left", fontsize=7)
+    # One legend below the panels: inside, its five entries covered the diagonal and the
+    # points of the first panel.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=7,
+               ncols=2 if len(panels) > 1 else 1)
     return save_figure(fig, path_stem)

@@ -66,7 +66,14 @@ class OneRunScores:
         return int(self.scores.shape[1])
 
     def audit(self, **kwargs) -> list:
-        """`advsim.audits.one_run_audit` on every repetition (kwargs passed through)."""
+        """`advsim.audits.one_run_audit` on every repetition (kwargs passed through).
+
+        The bits were drawn here as fair coins (`jax.random.bernoulli` at 1/2, before and
+        independently of the run), so the audit's balance test of the bits is skipped
+        (`coin_level=None`) unless `coin_level` is passed: at its default level it would
+        refuse about 1 repetition in 1000 of these honest bits.
+        """
+        kwargs.setdefault("coin_level", None)
         return [
             one_run_audit(s, b, **kwargs) for s, b in zip(self.scores, self.included, strict=True)
         ]

@@ -92,6 +92,8 @@ def _ratio_label(key: str) -> str:
 
 
 def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) -> None:
+    # Markers are not clipped: the y axis starts at 0, where an audit that certifies
+    # nothing puts its marker, which the axes' edge would cut in half.
     rows = sorted(rows, key=lambda r: as_number(r[x]))
     xs = np.array([as_number(r[x]) for r in rows])
     for key, style in BOUND_STYLES.items():
@@ -102,12 +104,13 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
         pts = np.array([as_number(r.get("eps_point")) for r in rows])
         ax.plot(
             xs[~above], pts[~above], linestyle="none", marker="o",
-            mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)",
+            mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)", clip_on=False,
         )
         if above.any():
             ax.plot(
                 xs[above], pts[above], linestyle="none", marker="o", mfc="white", mec="0.6",
                 ms=4.5, label="point estimate above composition (outside the possible range)",
+                clip_on=False,
             )
     if has_column(rows, "eps_lower"):
         lows = np.array([as_number(r.get("eps_lower")) for r in rows])
@@ -115,12 +118,13 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
         label = "empirical (lower bound)"
         if guarantees and guarantees != ["rigorous"]:
             label = f"empirical (lower bound; {', '.join(guarantees)})"
-        ax.plot(xs, lows, linestyle="none", marker="v", color="0.0", ms=4.5, label=label)
+        ax.plot(xs, lows, linestyle="none", marker="v", color="0.0", ms=4.5, label=label,
+                clip_on=False)
         rejected = np.array([_mark(r, "eps_lower").endswith("\u2021") for r in rows])
         if rejected.any():
             ax.plot(
                 xs[rejected], lows[rejected], linestyle="none", marker="x", color="0.0",
-                ms=8, label="assumption rejected by the held-out runs",
+                ms=8, label="assumption rejected by the held-out runs", clip_on=False,
             )
     if len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() >= 20:
         ax.set_xscale("log")

@@ -5,15 +5,25 @@ $G_\mu$; the family audit reads eps off the heuristic's family as if the run's c
 $f_\sigma$ for some $\sigma$. Neither assumption is visible in one threshold test. What the
 scores can show is the receiver operating characteristic (ROC) of the threshold tests on
 *this* score, $\tau \mapsto (\alpha(\tau), \beta(\tau))$ with
-$\alpha(\tau) = \Pr_{out}[S \ge \tau]$ and $\beta(\tau) = \Pr_{in}[S < \tau]$. The null
-tested here is
+$\alpha(\tau) = \Pr_{out}[S \ge \tau]$ and $\beta(\tau) = \Pr_{in}[S < \tau]$, together
+with the randomised tests between them: at an atom $x$ of the score (a value taken with
+positive probability), the test that says "in" above $x$ and with probability $\lambda$ at
+$x$ has the rates $\lambda (\alpha(x), \beta(x)) + (1 - \lambda)(\alpha(x+), \beta(x+))$, a
+straight segment of the ROC. The null tested here is
 
-$$H_0:\ \exists\, \theta \in \Theta \ \forall \tau:\ \beta(\tau) = f_\theta(\alpha(\tau)),$$
+$$H_0:\ \exists\, \theta \in \Theta:\ \text{every threshold test on this score, and every
+  test randomised on one of its atoms, has } \beta = f_\theta(\alpha),$$
 
-"every threshold test on this score lies exactly on the curve $f_\theta$ for one
-$\theta$" ($f_\theta = G_\mu$, Definition 2.7 of Dong, Roth & Su, arXiv:1905.02383; or the
-heuristic family's curve, Theorem 1 of arXiv:2410.06186). This is what the audits' eps
-conversion uses when the score is the optimal (likelihood-ratio) test. A rejection says
+"the randomised ROC of this score is exactly the curve $f_\theta$ for one $\theta$"
+($f_\theta = G_\mu$, Definition 2.7 of Dong, Roth & Su, arXiv:1905.02383; or the heuristic
+family's curve, Theorem 1 of arXiv:2410.06186). This is what the audits' eps conversion
+uses when the score is the optimal (likelihood-ratio) test: the optimal tests randomise on
+the atoms of the likelihood ratio (Neyman-Pearson), so the trade-off curve of a pair is
+the randomised ROC of its likelihood-ratio score, segments included. The threshold points
+alone are not enough: binary scores, 1 with probability 0.99 in and 0.01 out, have one
+threshold point (0.01, 0.01), through which $G_{4.65}$ passes, while the pair's curve is
+the two segments through it (exact eps log 99 = 4.595 at any delta < 0.01) and a GDP
+audit reads eps near 30 off $G_\mu$. A rejection says
 the score's ROC is not such a curve: either the mechanism's trade-off curve is not in the
 family, or the score is not its optimal test; either way the conversion has nothing to
 stand on. A non-rejection never makes `eps_lower` assumption-free: the ROC of a
@@ -47,14 +57,48 @@ The test (`check_tradeoff_fit`):
    otherwise).
 3. Reject iff the largest lower limit exceeds the smallest upper limit: no $\theta$ passes
    through every box.
+4. The segments. For consecutive thresholds $x < x'$ of the boxes (and the last one with
+   the box of every threshold above the last knot), the band's box at $x'$ holds the
+   rates just above $x$, $(\alpha(x+), \beta(x+))$, because the band's bounds are the same
+   for every threshold in $(x, x']$. So on the band's event the test randomised on $x$
+   with weight $\lambda$ lies in the mixed box $\lambda B_x + (1 - \lambda) B_{x'}$ (the
+   corners mixed), whether or not $x$ is an atom (if not, the segment is one point in
+   both boxes). Under $H_0$ that test is on $f_\theta$, so $f_\theta$ passes through every
+   mixed box. Its upper-right side ($f_\theta$ below the mixed upper-right corners) follows
+   from the two boxes by the curve's convexity; the lower-left side does not: $f_\theta$
+   must lie on or above the chord joining the two boxes' lower-left corners, an upper
+   limit on $\theta$ (the largest $\theta$ whose curve stays above the chord; the lowest
+   point of curve minus chord by golden section, 48 steps, which can only overstate it,
+   then bisection in $\theta$). Only the segments whose chord rises above the curve at
+   the boxes' smallest upper limit can lower it; a first pass (16 golden steps) finds
+   them and the others count as no limit. This is where binary scores are rejected:
+   $G_\mu$ through the box at (0.01, 0.01) falls far below the segments joining it to
+   (1, 0) and (0, 1).
+5. Atoms. $G_\mu$ is strictly convex for $0 < \mu < \infty$, and so is the family's
+   curve for $0 < 1/\sigma < \infty$: no straight segment lies on them, so under $H_0$
+   with such a parameter the score has no atom and two equal scores have probability 0.
+   The check therefore also rejects (`check_gaussian_tradeoff`, `check_heuristic_family`)
+   when a score value holds at least `_ATOM_SHARE` = 1% of a world's scores (a materially
+   discrete score; ties from the rounding of continuous scores stay far below it) while
+   the limits of steps 1-2 exclude both ends of the parameter range (0, where the curve
+   is the straight line $1 - \alpha$, and $\infty$). Binomial(20, 0.6) vs
+   Binomial(20, 0.5) scores are rejected so: their threshold points all imply
+   $\mu \approx$ 0.87-0.92, their segments run up to 0.007 above $G_{0.9}$, which the
+   band resolves only from about $10^6$ scores per world, and the GDP audit's eps
+   (3.90 at $10^5$ per world, delta = 1e-5) exceeds the exact 3.636. `check_tradeoff_fit`
+   knows nothing of its curve's shape and skips this step.
 
 Level: under $H_0$ with parameter $\theta^*$, on the band's event (probability
 $\ge 1 - \mathrm{level}$, Bonferroni over $4K$ one-sided order-statistic intervals whose
-levels are exact for any continuous or discontinuous $F$) every box contains the true
-ROC point, which lies on $f_{\theta^*}$, so $\theta^*$ satisfies every limit and the null
-is not rejected. Hence $\Pr[\text{reject} \mid H_0] \le \mathrm{level}$, for every sample
-size; numerical error in the limits only moves them outwards (bisection returns the
-conservative end of its bracket; the family's dropped atoms loosen them by their mass).
+levels are exact for any continuous or discontinuous $F$) every box and every mixed box
+contains a true point of the randomised ROC, which lies on $f_{\theta^*}$, so $\theta^*$
+satisfies every limit and steps 3-4 do not reject. Step 5 rejects under $H_0$ only with
+probability 0 (an atom, with $\theta^*$ strictly inside the range) or off the band's event
+($\theta^*$ at an end, excluded by the limits). Hence
+$\Pr[\text{reject} \mid H_0] \le \mathrm{level}$, for every sample size; numerical error
+in the limits only moves them outwards (bisection returns the conservative end of its
+bracket; the family's dropped atoms loosen them by their mass; the chord's lowest point
+is overstated, never understated, and the chord test has 1e-12 of slack).
 The test is conservative: the Bonferroni union over correlated order statistics, and a
 composite null whose parameter adapts to the data. Measured on N(1, 1) vs N(0, 1),
 5 x 10^4 per world, 400 repeats: 0 rejections at level 0.05 and 0 at level 0.5; the
@@ -71,21 +115,29 @@ N(1, 1) with 1% of in-runs shifted by +4 against N(0, 1), 5 x 10^4 per world: re
 12/20 here, 0/20 with DKW boxes; the exact T = 2 landscape law (sigma = 1, B = 1),
 10^4 per world: 4/20 here, 0/20 with DKW (both 20/20 at 2 x 10^4).
 
-Measured power and false alarms (`advsim figure assumption_power`, level 0.05, 10^5
-runs per world, the check on the held-out half of 5 x 10^4 per world as the audits call
-it; the table and wall times are in that script's docstring): the threshold landscape at
-sigma = 1, T = 25 is rejected in 40/40 repeats at B = 1 and at B = 4 (95% Clopper-Pearson
-interval on the power [0.912, 1]) and in 0/40 at B = 16, whose ROC departs from a
-Gaussian one only by a local bump (the mu one test implies is 0.955 +- 0.005 at FPR
-1e-3 to 0.99 but 0.995 at FPR 0.3), rejected in 10/10 repeats at 10^6 runs per world
-(5 x 10^5 held out); the nulls
-(GDP on Gaussian scores and on the linear process with q = 1; the family on the linear
-process, T in {1, 10}, q in {0.1, 1}) gave 0 false alarms in 100 each (allowed 13).
+Measured power and false alarms (`advsim figure assumption_power`, 611 s; level 0.05,
+10^5 runs per world, the check on the held-out half of 5 x 10^4 per world as the audits
+call it, and on all runs): the threshold landscape at sigma = 1, T = 25 is rejected in
+40/40 repeats at B = 1 and at B = 4 (95% Clopper-Pearson interval on the power
+[0.912, 1]); binary scores (0.99 vs 0.01) in 20/20 (step 4) and Binomial(20, 0.6) vs
+Binomial(20, 0.5) in 20/20 (step 5; [0.832, 1] each). The landscape at B = 16 is
+rejected in 0/40, held out or on all runs ([0, 0.088]): its ROC departs from a Gaussian
+one only by a local bump (the mu one test implies is 0.955 +- 0.005 at FPR 1e-3 to 0.99
+but 0.995 at FPR 0.3; measured limits leave mu in about [0.947, 1.003] held out and
+[0.968, 0.995] on all runs), rejected in 10/10 repeats at 10^6 runs per world
+(5 x 10^5 held out). Its scores are continuous, so steps 4 and 5 add nothing there, and
+the simultaneous band (every threshold at once, as a data-chosen threshold needs) is
+more than twice too wide at 5 x 10^4 runs to separate a 0.04 difference in mu (its
+limits leave about 0.05 of slack on each side); a test aimed in advance at the FPR of
+the bump would have to know where it is. The nulls gave 0 false
+alarms in 100 repeats each (allowed 13): GDP on Gaussian scores at 10^5 and 10^6 runs
+per world and on the linear process with q = 1; the family on the linear process,
+T in {1, 10}, q in {0.1, 1}.
 
-Cost: a sort of each world, ~3 sqrt(n) Beta quantiles per world, and for the family a
-vectorised bisection over ~6 sqrt(n) boxes; measured 3.9 s (GDP) and 7.6 s (family,
-T = 1000, q = 0.01) at 5 x 10^6 scores per world on 2 shared CPU cores, well under 0.1 s
-at 5 x 10^4.
+Cost: a sort of each world, ~3 sqrt(n) Beta quantiles per world, for the family a
+vectorised bisection over ~6 sqrt(n) boxes, and a golden-section pass over as many
+segments; measured 3.0 s (GDP) and 12 s (family, T = 1000, q = 0.01) at 5 x 10^6 scores
+per world, 0.16 s and 0.75 s at 5 x 10^4, on 2 CPU cores shared with other work.
 """
 
 from __future__ import annotations
@@ -103,7 +155,14 @@ from advsim import Accounting
 from advsim.validation import check_in_interval
 
 from ._result import _plain
-from ._roc_band import _bisect_limits, _boxes, _gdp_limits, _max_agreement
+from ._roc_band import (
+    _THETA_TOP,
+    _bisect_limits,
+    _boxes,
+    _gdp_limits,
+    _max_agreement,
+    _rank_grid,
+)
 
 __all__ = [
     "AssumptionCheck",
@@ -118,6 +177,20 @@ __all__ = [
 _ATOM_LOG_TOL = 60.0
 # Relative slack before limits count as conflicting (rounding in the closed forms).
 _REL_TOL = 1e-9
+# Golden-section steps for the lowest point of a curve minus a chord (step 4 of the test):
+# the bracket shrinks by 0.618 a step, to 0.618^48 = 1e-10 of the segment. Any point it
+# evaluates gives a value at least the minimum, so fewer steps only cost power.
+_GOLDEN_STEPS = 48
+# Steps for the first pass over every segment, which only sorts out those that cannot set
+# the limit (`_segment_limits`): 0.618^16 = 5e-4 of the segment. A coarser pass can only
+# miss a segment that would lower the limit, never add one: it costs power, not level.
+_SCREEN_STEPS = 16
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+# Slack in the chord test for rounding in the curve and the chord (absolute, in FNR).
+_CHORD_TOL = 1e-12
+# An atom is reported (step 5) when one score value holds at least this share of a
+# world's scores: a materially discrete score, not the rounding of a continuous one.
+_ATOM_SHARE = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,18 +241,41 @@ class AssumptionCheck:
             if curve is not None and math.isfinite(curve)
             else "no FNR (the edge of the family)"
         )
+        at_tau = (
+            f"at threshold {w['threshold']:.6g}"
+            if w.get("randomised_to") is None
+            else f"on the tests randomised between thresholds {w['threshold']:.6g} and "
+            f"{w['randomised_to']:.6g} (weight {w['weight']:.3g})"
+        )
         where = (
-            f"at threshold {w['threshold']:.6g} (FPR {w['fpr']:.3g} in "
+            f"{at_tau} (FPR {w['fpr']:.3g} in "
             f"[{w['fpr_interval'][0]:.3g}, {w['fpr_interval'][1]:.3g}], FNR {w['fnr']:.3g} "
             f"in [{w['fnr_interval'][0]:.3g}, {w['fnr_interval'][1]:.3g}]) the curve at "
             f"{self.param_name} = {w['param_fit']:.4g} gives {at}"
+        )
+        atom = w.get("atom")
+        if self.rejected and atom is not None:
+            return (
+                f"{self.assumption} rejected at level {self.level:g}: the score "
+                f"{atom['value']:.6g} holds {atom['share_in']:.2%} of the in-runs and "
+                f"{atom['share_out']:.2%} of the out-runs, an atom; the randomised tests on "
+                "an atom lie on a straight segment of the ROC, which no curve of the family "
+                f"with {self.param_name} in [{w['lower_limit']:.4g}, {w['upper_limit']:.4g}] "
+                "(the range every box allows) contains: the scores are too discrete for "
+                "the curve"
+            )
+        upper_at = (
+            f"threshold {w['upper_limit_threshold']:.6g}"
+            if w.get("upper_limit_randomised_to") is None
+            else f"the tests randomised between thresholds {w['upper_limit_threshold']:.6g} "
+            f"and {w['upper_limit_randomised_to']:.6g}"
         )
         if self.rejected:
             return (
                 f"{self.assumption} rejected at level {self.level:g}: no {self.param_name} "
                 f"fits every box ({self.param_name} >= {w['lower_limit']:.4g} at threshold "
-                f"{w['lower_limit_threshold']:.6g}, <= {w['upper_limit']:.4g} at threshold "
-                f"{w['upper_limit_threshold']:.6g}); worst {where}"
+                f"{w['lower_limit_threshold']:.6g}, <= {w['upper_limit']:.4g} at "
+                f"{upper_at}); worst {where}"
             )
         lo, hi = self.param_interval
         return (
@@ -218,20 +314,231 @@ def _validate_range(param_range) -> tuple:
     return lo, hi
 
 
-def _run(sorted_in, sorted_out, *, limits, curve, lo, level, assumption, param_name, show):
+def _top_box(sorted_x: np.ndarray, level: float) -> tuple:
+    """`_band(sorted_x, level / 2).below([inf])`, the band's bounds above its last knot,
+    from the last rank's quantiles alone: the band's ranks end at n (`_rank_grid`), where
+    U_(n) ~ Beta(n, 1) and 1 - U_(n) ~ Beta(1, n), at its one-sided level gamma =
+    (level / 2) / (2 K) for K ranks. `(F_lo, F_hi, S_lo, S_hi)` as 1-element arrays."""
+    n = sorted_x.size
+    gamma = (level / 2) / (2 * _rank_grid(n).size)
+    f_lo = scipy.stats.beta.ppf(gamma, n, 1)
+    s_hi = scipy.stats.beta.isf(gamma, 1, n)
+    return np.array([f_lo]), np.ones(1), np.zeros(1), np.array([s_hi])
+
+
+def _segments(boxes: dict, sorted_in, sorted_out, level: float) -> dict:
+    """The mixed boxes between consecutive thresholds (step 4 of the test): segment s joins
+    box s to box s + 1 (the box of every threshold above the last knot for the last one).
+    Their lower-left corners `(a0, b0)`, `(a1, b1)` and upper-right corners `(c0, d0)`,
+    `(c1, d1)`, and the thresholds and observed rates at both ends."""
+    top_in, top_out = _top_box(sorted_in, level), _top_box(sorted_out, level)
+
+    def ends(key, top):
+        x = np.append(boxes[key], top)
+        return x[:-1], x[1:]
+
+    seg = {}
+    for key, top in (
+        ("a_lo", top_out[2][0]),
+        ("a_hi", top_out[3][0]),
+        ("b_lo", top_in[0][0]),
+        ("b_hi", top_in[1][0]),
+        ("tau", math.inf),
+        ("fpr", 0.0),
+        ("fnr", 1.0),
+    ):
+        seg[key + "0"], seg[key + "1"] = ends(key, top)
+    return seg
+
+
+def _chord_points(seg: dict, idx: np.ndarray, lam: np.ndarray) -> tuple:
+    """The lower-left corner `(a, b)` of the mixed box at weight `lam` on segments `idx`."""
+    a = seg["a_lo0"][idx] + lam * (seg["a_lo1"][idx] - seg["a_lo0"][idx])
+    b = seg["b_lo0"][idx] + lam * (seg["b_lo1"][idx] - seg["b_lo0"][idx])
+    return a, b
+
+
+def _chord_gap(
+    curve, seg: dict, idx: np.ndarray, theta: np.ndarray, steps: int = _GOLDEN_STEPS
+) -> tuple:
+    """`(gap, lam)`: an upper estimate of `min over lam in [0, 1] of curve(a(lam), theta) -
+    b(lam)` on the chord of lower-left corners of segments `idx` (golden section; the gap
+    is convex in lam for a convex curve), and the weight where it was found. Every value
+    returned was evaluated, so it is never below the true minimum."""
+
+    def gap(lam):
+        a, b = _chord_points(seg, idx, lam)
+        return np.asarray(curve(a, theta), np.float64) - b
+
+    zeros, ones = np.zeros(idx.size), np.ones(idx.size)
+    best, best_lam = gap(zeros), zeros
+    g1 = gap(ones)
+    best_lam = np.where(g1 < best, ones, best_lam)
+    best = np.minimum(best, g1)
+    left, right = zeros, ones
+    x1, x2 = right - _GOLDEN * (right - left), left + _GOLDEN * (right - left)
+    f1, f2 = gap(x1), gap(x2)
+    for _ in range(steps):
+        for x, fx in ((x1, f1), (x2, f2)):
+            best_lam = np.where(fx < best, x, best_lam)
+            best = np.minimum(best, fx)
+        keep_left = f1 <= f2  # the minimum is in [left, x2]
+        right = np.where(keep_left, x2, right)
+        left = np.where(keep_left, left, x1)
+        new_x = np.where(
+            keep_left, right - _GOLDEN * (right - left), left + _GOLDEN * (right - left)
+        )
+        new_f = gap(new_x)
+        x1, x2, f1, f2 = (
+            np.where(keep_left, new_x, x2),
+            np.where(keep_left, x1, new_x),
+            np.where(keep_left, new_f, f2),
+            np.where(keep_left, f1, new_f),
+        )
+    for x, fx in ((x1, f1), (x2, f2)):
+        best_lam = np.where(fx < best, x, best_lam)
+        best = np.minimum(best, fx)
+    return best, best_lam
+
+
+def _segment_limits(
+    curve, seg: dict, lo: float, hi: float, cap: float, tol: float = 0.0
+) -> np.ndarray:
+    """Per segment, `sup{theta in [lo, hi] : the curve at theta is on or above the chord of
+    lower-left corners}` (`-inf` when none), by `_bisect_limits` on the chord's lowest
+    gap (non-increasing in theta since the curve is). `tol` loosens it as for the boxes.
+
+    Only segments that can lower `cap` (the boxes' smallest upper limit) are bisected: a
+    segment whose chord lies under the curve at `cap` has its limit at `cap` or above, so
+    it changes neither the decision nor the smallest limit, and `inf` ("not binding")
+    stands for it."""
+    n = seg["a_lo0"].size
+    out = np.full(n, math.inf)
+    if n == 0:
+        return out
+
+    def lowest_gap(index, theta, steps=_GOLDEN_STEPS):
+        return _chord_gap(curve, seg, np.asarray(index, np.int64), theta, steps)[0]
+
+    at_cap = min(cap, hi, lo + _THETA_TOP)
+    index = np.arange(n, dtype=np.float64)
+    screen = lowest_gap(index, np.full(n, at_cap), _SCREEN_STEPS)
+    binding = np.flatnonzero(screen < -(tol + _CHORD_TOL))
+    if binding.size:
+        out[binding] = _bisect_limits(
+            lowest_gap,
+            index[binding],
+            np.zeros(binding.size),
+            lo,
+            hi,
+            lower=False,
+            tol=tol + _CHORD_TOL,
+        )
+    return out
+
+
+def _segment_worst(curve, seg: dict, s: int, fit: float, show, seg_up: float, lo: float):
+    """The `worst` entries of segment `s` at `fit`: the mixed box at the chord's lowest
+    point."""
+    idx = np.array([s])
+    _, lam = _chord_gap(curve, seg, idx, np.array([fit]))
+    lam = float(lam[0])
+
+    def mix(key):
+        return float(seg[key + "0"][s] + lam * (seg[key + "1"][s] - seg[key + "0"][s]))
+
+    fpr, fnr = mix("fpr"), mix("fnr")
+    a_lo, a_hi, b_lo, b_hi = mix("a_lo"), mix("a_hi"), mix("b_lo"), mix("b_hi")
+    at = np.asarray(curve(np.array([fpr, a_lo, a_hi]), np.full(3, fit)), np.float64)
+    return {
+        "threshold": float(seg["tau0"][s]),
+        "randomised_to": float(seg["tau1"][s]),
+        "weight": lam,
+        "fpr": fpr,
+        "fnr": fnr,
+        "fpr_interval": (a_lo, a_hi),
+        "fnr_interval": (b_lo, b_hi),
+        "curve_fnr": float(at[0]),
+        "curve_fnr_interval": (float(at[2]), float(at[1])),
+        "allowed": show(lo, seg_up) if lo <= seg_up else None,
+    }
+
+
+def _heavy_atom(sorted_in: np.ndarray, sorted_out: np.ndarray) -> dict | None:
+    """The score value held by the largest share of either world's scores, if that share
+    is at least `_ATOM_SHARE` (and two scores): `value`, `share_in`, `share_out`."""
+    best = None
+    for x in (sorted_in, sorted_out):
+        need = max(2, math.ceil(_ATOM_SHARE * x.size))
+        # sorted: some value holds `need` scores iff x[i] == x[i + need - 1] for some i
+        if x.size < need or not np.any(x[need - 1 :] == x[: x.size - need + 1]):
+            continue
+        starts = np.flatnonzero(np.concatenate([[True], x[1:] != x[:-1]]))
+        runs = np.diff(np.append(starts, x.size))
+        i = int(np.argmax(runs))
+        share = runs[i] / x.size
+        if runs[i] >= 2 and share >= _ATOM_SHARE and (best is None or share > best[1]):
+            best = (float(x[starts[i]]), share)
+    if best is None:
+        return None
+    value = best[0]
+
+    def share_of(x):
+        return float(
+            (np.searchsorted(x, value, "right") - np.searchsorted(x, value, "left")) / x.size
+        )
+
+    return {"value": value, "share_in": share_of(sorted_in), "share_out": share_of(sorted_out)}
+
+
+def _run(
+    sorted_in,
+    sorted_out,
+    *,
+    limits,
+    segment_limits,
+    strictly_convex,
+    curve,
+    lo,
+    level,
+    assumption,
+    param_name,
+    show,
+):
     """The shared test. `limits(boxes) -> (low, up)` in the curve's parameter theta;
     `show(theta_low, theta_up) -> (param_lo, param_hi)` maps a theta interval to the
-    reported parameter's interval (identity for mu; 1/theta for sigma)."""
+    reported parameter's interval (identity for mu; 1/theta for sigma).
+    `segment_limits(segments, cap) -> up` gives the segments' upper limits (step 4; those
+    that cannot go below `cap`, the boxes' smallest, as inf);
+    `strictly_convex`: the curves are strictly convex for every theta strictly inside
+    (lo, inf), so a heavy atom rejects unless the limits allow lo or inf (step 5)."""
     boxes, band = _boxes(sorted_in, sorted_out, level)
-    low, up = limits(boxes)
+    n_boxes = boxes["tau"].size
+    seg = _segments(boxes, sorted_in, sorted_out, level)
+    box_low, box_up = limits(boxes)
+    seg_up = segment_limits(seg, float(np.min(box_up)))
+    # The segments limit theta from above only (their lower limits are implied by the
+    # boxes' through the curve's convexity): lo stands for "no lower limit".
+    low = np.concatenate([box_low, np.full(seg_up.size, lo)])
+    up = np.concatenate([box_up, seg_up])
+    band += (
+        f"; the randomised tests between consecutive thresholds on {seg_up.size} segments "
+        "(mixed boxes, step 4)"
+    )
     i_low, i_up = int(np.argmax(low)), int(np.argmin(up))
     low_max, up_min = float(low[i_low]), float(up[i_up])
     slack = _REL_TOL * max(1.0, abs(low_max) if math.isfinite(low_max) else 1.0)
     # low = +inf: some box allows no parameter in the range at all (e.g. a family's floor
     # (1 - q)^{n_c} (1 - alpha) above the box), whatever the other limits say.
-    rejected = bool(math.isinf(low_max) or low_max > up_min + slack)
+    limits_conflict = bool(math.isinf(low_max) or low_max > up_min + slack)
+    # Step 5: an atom, when every parameter the limits allow gives a strictly convex curve.
+    atom = None
+    if strictly_convex and not limits_conflict and low_max > lo + slack:
+        if not math.isinf(up_min):
+            atom = _heavy_atom(sorted_in, sorted_out)
+    rejected = limits_conflict or atom is not None
 
-    if rejected:
+    if limits_conflict:
         fit = _max_agreement(low, up, lo)
     else:
         fit = low_max if math.isinf(up_min) else 0.5 * (low_max + up_min)
@@ -239,27 +546,43 @@ def _run(sorted_in, sorted_out, *, limits, curve, lo, level, assumption, param_n
         margin = np.maximum(low - fit, fit - up)
     margin = np.where(np.isnan(margin), -math.inf, margin)
     k = int(np.argmax(margin))
-    fpr, fnr = float(boxes["fpr"][k]), float(boxes["fnr"][k])
-    curve_at = np.asarray(
-        curve(np.array([fpr, boxes["a_lo"][k], boxes["a_hi"][k]]), np.full(3, fit)),
-        dtype=np.float64,
+
+    def where(i):  # the threshold of box i, or the lower threshold of segment i - n_boxes
+        return float(boxes["tau"][i] if i < n_boxes else seg["tau0"][i - n_boxes])
+
+    def randomised_to(i):  # the upper threshold of segment i - n_boxes (None for a box)
+        return None if i < n_boxes else float(seg["tau1"][i - n_boxes])
+
+    if k < n_boxes:
+        fpr, fnr = float(boxes["fpr"][k]), float(boxes["fnr"][k])
+        curve_at = np.asarray(
+            curve(np.array([fpr, boxes["a_lo"][k], boxes["a_hi"][k]]), np.full(3, fit)),
+            dtype=np.float64,
+        )
+        own = (float(low[k]), float(up[k]))
+        worst = {
+            "threshold": float(boxes["tau"][k]),
+            "randomised_to": None,
+            "weight": None,
+            "fpr": fpr,
+            "fnr": fnr,
+            "fpr_interval": (float(boxes["a_lo"][k]), float(boxes["a_hi"][k])),
+            "fnr_interval": (float(boxes["b_lo"][k]), float(boxes["b_hi"][k])),
+            "curve_fnr": float(curve_at[0]),
+            "curve_fnr_interval": (float(curve_at[2]), float(curve_at[1])),
+            "allowed": show(*own) if own[0] <= own[1] else None,
+        }
+    else:
+        worst = _segment_worst(curve, seg, k - n_boxes, fit, show, float(up[k]), lo)
+    worst.update(
+        param_fit=show(fit, fit)[0],
+        lower_limit=show(low_max, low_max)[0],
+        lower_limit_threshold=where(i_low),
+        upper_limit=show(up_min, up_min)[0],
+        upper_limit_threshold=where(i_up),
+        upper_limit_randomised_to=randomised_to(i_up),
+        atom=atom,
     )
-    own = (float(low[k]), float(up[k]))
-    worst = {
-        "threshold": float(boxes["tau"][k]),
-        "fpr": fpr,
-        "fnr": fnr,
-        "fpr_interval": (float(boxes["a_lo"][k]), float(boxes["a_hi"][k])),
-        "fnr_interval": (float(boxes["b_lo"][k]), float(boxes["b_hi"][k])),
-        "param_fit": show(fit, fit)[0],
-        "curve_fnr": float(curve_at[0]),
-        "curve_fnr_interval": (float(curve_at[2]), float(curve_at[1])),
-        "allowed": show(*own) if own[0] <= own[1] else None,
-        "lower_limit": show(low_max, low_max)[0],
-        "lower_limit_threshold": float(boxes["tau"][i_low]),
-        "upper_limit": show(up_min, up_min)[0],
-        "upper_limit_threshold": float(boxes["tau"][i_up]),
-    }
     if param_name == "sigma":  # theta = 1/sigma: the lower theta limit is sigma's upper
         worst["lower_limit"], worst["upper_limit"] = worst["upper_limit"], worst["lower_limit"]
         worst["lower_limit_threshold"], worst["upper_limit_threshold"] = (
@@ -342,6 +665,8 @@ def check_tradeoff_fit(
         sorted_in,
         sorted_out,
         limits=limits,
+        segment_limits=lambda seg, cap: _segment_limits(curve, seg, lo, hi, cap),
+        strictly_convex=False,
         curve=curve,
         lo=lo,
         level=level,
@@ -389,6 +714,8 @@ def check_gaussian_tradeoff(canary_in, canary_out, *, level: float = 0.05) -> As
         cin,
         cout,
         limits=_gdp_limits,
+        segment_limits=lambda seg, cap: _segment_limits(gaussian_tradeoff, seg, 0.0, math.inf, cap),
+        strictly_convex=True,
         curve=gaussian_tradeoff,
         lo=0.0,
         level=level,
@@ -487,6 +814,8 @@ def check_heuristic_family(
         cin,
         cout,
         limits=limits,
+        segment_limits=lambda seg, cap: _segment_limits(curve, seg, 0.0, math.inf, cap, err),
+        strictly_convex=True,
         curve=curve,
         lo=0.0,
         level=level,

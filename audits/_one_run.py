@@ -31,6 +31,31 @@ seen. `k_selection` says how they were chosen, and the result's `guarantee` reco
   $m$ its size: held out.
 - `"same"`: the best pair on the same canaries at level $1 - c$ (reporting the best of
   several k on the scored run): optimistic; the guarantee says so.
+
+**The coins.** The bound rests on the inclusion bits being fair coins, each drawn with
+probability 1/2 independently of everything else (the data, the other bits, the training
+run's randomness), before training. This function cannot see how they were drawn, but it
+refuses bits that are visibly not fair coins: an exact two-sided binomial test of "the
+number of ones is Binomial(m, 1/2)" (`scipy.stats.binomtest`) at level `coin_level`
+(default `COIN_TEST_LEVEL` = 1e-3) raises a `ValueError`. The level trades a refused
+audit of honest bits (at most 1 in 1000: the exact test's size never exceeds its level;
+0.00089 at m = 1000) against what the test catches: bits that are all equal (from m = 11
+up), 90% ones (from m = 15 up), and at m = 1000 any count of ones at most 447 or at
+least 553. Refusing never makes the bound optimistic: with probability at least $c$
+the audit reports nothing above the truth, refused or not. The test is a check for gross
+mistakes, not a certificate of fairness:
+
+- coins biased by less than about $1.6 / \sqrt{m}$ pass it often, and such a bias alone
+  can lift `eps_lower` on pure noise by up to about $6.6 / \sqrt{m}$ (the log-odds of the
+  bias);
+- a balance test cannot detect bits that depend on the scores (bits set where the score
+  is high are balanced and make pure noise look like a leak): that the bits were
+  drawn before and independently of training is the caller's to ensure.
+
+Draw them as `np.random.default_rng(seed).random(m) < 0.5` with a seed chosen before
+training. `coin_level=None` skips the test, for bits from such a generator whose many
+repetitions would otherwise be refused now and then (as `advsim.one_run.simulate_one_run`'s
+repetitions are audited by `OneRunScores.audit`).
 """
 
 from __future__ import annotations
@@ -49,6 +74,7 @@ from ._guarantee import Guarantee
 from ._result import _plain
 
 __all__ = [
+    "COIN_TEST_LEVEL",
     "K_SELECTIONS",
     "OneRunResult",
     "default_k_candidates",
@@ -60,6 +86,8 @@ __all__ = [
 
 K_SELECTIONS = ("bonferroni", "split", "same", "fixed")
 """How `one_run_audit` chooses k+ and k-."""
+COIN_TEST_LEVEL = 1e-3
+"""The default level of the inclusion bits' balance test (module docstring)."""
 _EPS_MAX = 64.0  # e^64 ~ 6e27: no number of guesses resolves a precision that close to 1
 
 
@@ -258,6 +286,36 @@ def _check_inputs(scores, included):
     return scores, included
 
 
+def check_coins(included, level: float | None = COIN_TEST_LEVEL) -> float:
+    """Refuses inclusion bits that an exact two-sided binomial test rejects as fair coins.
+
+    Args:
+        included: the boolean inclusion bits, shape (m,).
+        level: the test's level in (0, 1), or None to skip it (module docstring).
+
+    Returns:
+        The test's p-value (1.0 when skipped).
+
+    Raises:
+        ValueError: the number of ones is too far from m / 2 for fair coins at `level`;
+            the message says how to draw the bits.
+    """
+    if level is None:
+        return 1.0
+    level = check_in_interval("coin_level", level, 0.0, 1.0)
+    m, ones = int(included.size), int(np.count_nonzero(included))
+    p = float(scipy.stats.binomtest(ones, m, 0.5).pvalue)
+    if p < level:
+        raise ValueError(
+            f"included: {ones} of {m} inclusion bits are 1 ({ones / m:.1%}); an exact "
+            f"binomial test rejects fair coins (p = {p:.2g} < coin_level = {level:g}). The "
+            "one-run bound holds only for bits drawn with probability 1/2 each, "
+            "independently of everything else (the data, the scores, the training run), "
+            "before training: e.g. np.random.default_rng(seed).random(m) < 0.5"
+        )
+    return p
+
+
 def _check_pairs(candidates, m: int) -> list[tuple[int, int]]:
     pairs = []
     for pair in candidates:
@@ -300,6 +358,7 @@ def one_run_audit(
     k_minus: int | None = None,
     candidates=None,
     seed: int = 0,
+    coin_level: float | None = COIN_TEST_LEVEL,
 ) -> OneRunResult:
     """Audits one training run from its m canaries' scores and inclusion bits.
 
@@ -314,12 +373,15 @@ def one_run_audit(
         candidates: `(k_plus, k_minus)` pairs searched by the other selections (default
             `default_k_candidates(m)`; under `"split"` read as fractions of m and scaled).
         seed: seed of the canary split (`"split"`).
+        coin_level: the level of the bits' balance test (default 1e-3), or None to skip
+            it for bits from a known fair generator (module docstring).
 
     Returns:
-        A `OneRunResult`.
+        A `OneRunResult`; `extras["coin_p_value"]` is the balance test's p-value.
 
     Raises:
-        ValueError: bad shapes, non-finite scores, bits not 0/1, bad delta/confidence,
+        ValueError: bad shapes, non-finite scores, bits not 0/1, bits the balance test
+            rejects as fair coins, bad delta/confidence,
             an unknown `k_selection`, k's outside [0, m] or summing to 0 or more than m.
 
     References:
@@ -336,6 +398,7 @@ def one_run_audit(
         True
     """
     scores, included = _check_inputs(scores, included)
+    coin_p = check_coins(included, coin_level)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
     if k_selection not in K_SELECTIONS:
@@ -348,7 +411,7 @@ def one_run_audit(
         )
     m = scores.size
     level = 1.0 - confidence
-    extras = {"k_selection": k_selection, "m_total": m}
+    extras = {"k_selection": k_selection, "m_total": m, "coin_p_value": coin_p}
     if fixed:
         (pair,) = _check_pairs([(k_plus or 0, k_minus or 0)], m)
         r, v = one_run_guesses(scores, included, *pair)

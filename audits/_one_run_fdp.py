@@ -56,6 +56,12 @@ make a rejection harder, never optimistic. The statement "for every $\sigma' \ge
 the rounded curves are nested too (they differ from the exact ones by ~1e-6 of delta,
 far less than between grid points; `tests/audits/test_one_run_fdp.py` checks the nesting).
 
+**The coins** are checked as `one_run_audit` checks them (an exact binomial test of
+their balance at `coin_level`, default 1e-3; see `one_run_audit`): the
+recursion, like the (eps, delta) bound, holds only for bits drawn with probability 1/2
+independently of everything else before training, and a balance test cannot detect bits
+that depend on the scores.
+
 Only k- = 0 (as jax_privacy): the recursion above counts "in" guesses. The number of
 "in" guesses k is fixed by the caller or the best of a grid with Bonferroni over it.
 """
@@ -73,7 +79,7 @@ from advsim.bounds import CURVE_MARGIN
 from advsim.validation import check_delta, check_in_interval, check_int
 
 from ._certify import _CURVE_NAMES, _EPS_NAMES, VIOLATION_BOUNDS, _eps_equivalent, _family
-from ._one_run import OneRunResult, _check_inputs, one_run_guesses
+from ._one_run import COIN_TEST_LEVEL, OneRunResult, _check_inputs, check_coins, one_run_guesses
 
 __all__ = [
     "FDP_BOUNDS",
@@ -288,6 +294,7 @@ def one_run_fdp_audit(
     candidates=None,
     bound: str = "gdp",
     accounting: Accounting | None = None,
+    coin_level: float | None = COIN_TEST_LEVEL,
 ) -> OneRunResult:
     """One-run audit of a trade-off curve claim (module docstring).
 
@@ -301,6 +308,8 @@ def one_run_fdp_audit(
             `"heuristic_max_over_steps"` or `"composition"`.
         accounting: the run's T, q, canary steps and noise multiplier per canary (required
             for every bound but `"gdp"`, refused there).
+        coin_level: the level of the bits' balance test (default 1e-3), or None to skip
+            it for bits from a known fair generator (as `one_run_audit`).
 
     Returns:
         A `OneRunResult` (method `"one_run_fdp"`) whose `guarantee.certified` states the
@@ -309,7 +318,8 @@ def one_run_fdp_audit(
         (the run's own sigma rejected).
 
     Raises:
-        ValueError: bad arrays, delta, confidence, k's, an unknown `bound`, `accounting`
+        ValueError: bad arrays, bits the balance test rejects as fair coins, delta,
+            confidence, k's, an unknown `bound`, `accounting`
             missing for a noise-multiplier bound or given for `"gdp"`.
 
     References:
@@ -329,6 +339,7 @@ def one_run_fdp_audit(
         (True, 'heuristic_family')
     """
     scores, included = _check_inputs(scores, included)
+    coin_p = check_coins(included, coin_level)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
     _check_bound(bound, accounting, k_plus, candidates)
@@ -360,5 +371,11 @@ def one_run_fdp_audit(
         num_canaries=m,
         pair=(ks[best], 0),
         guesses=guesses[best],
-        extras={"bound": bound, "level": level, "n_candidates": len(ks), **extras},
+        extras={
+            "bound": bound,
+            "level": level,
+            "n_candidates": len(ks),
+            "coin_p_value": coin_p,
+            **extras,
+        },
     )

@@ -29,6 +29,19 @@ and the finished sweeps' rows, `{key: rows}`: `compute(figure, rows) -> {name: r
 [paths]`. Plot functions live in `advsim.figures._plots_<family>` and share the style of
 `advsim.plotting`.
 
+**Every epsilon carries its label.** A table column holding an audit's epsilon (a name
+containing `eps_lower`, `eps_point`, `eps_held_out`, `eps_gdp`, `eps_family` or
+`eps_delta_lower`, e.g. `h_star_eps_lower`, `eps_lower_t25`) needs beside it the
+guarantee label of that number (`guarantee`, or one named after the column, e.g.
+`h_star_guarantee`, `guarantee_t25`, `eps_gdp_guarantee`); where a label says the number
+rests on an assumption, the verdict of the assumption's check (`assumption_rejected` or
+named alike, e.g. `gdp_assumption_rejected`); and a point estimate (`eps_point`,
+`eps_held_out`, `*_point*`) in a table with a composition column (`composition`,
+`eps_composition`), the flag of an estimate above composition
+(`<column>_above_composition`, what `advsim audit` and `print_table` print as `!`).
+`label_problems` states the rule; `run_figure` refuses to finish a figure whose tables
+break it (after writing them).
+
 Example:
     >>> from advsim.figures import list_figures
     >>> "figure1" in list_figures()
@@ -40,6 +53,7 @@ from __future__ import annotations
 import copy
 import importlib
 import os
+import re
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -50,7 +64,15 @@ from pathlib import Path
 from advsim._io import provenance, write_csv, write_json
 from advsim.sweep import run_sweep
 
-__all__ = ["Figure", "exact_epsilon", "list_figures", "load_figure", "print_table", "run_figure"]
+__all__ = [
+    "Figure",
+    "exact_epsilon",
+    "label_problems",
+    "list_figures",
+    "load_figure",
+    "print_table",
+    "run_figure",
+]
 
 
 @dataclass(frozen=True)
@@ -139,6 +161,71 @@ def exact_epsilon(spec: Mapping, mechanism, delta: float, grid: float | None = N
     return float(function(delta, **spec["params"], value_discretization_interval=grid))
 
 
+_ESTIMATE = re.compile(
+    r"^(?P<pre>.*?)(?P<kind>eps_(?:lower|point|held_out|gdp|family|delta_lower))(?P<post>.*)$"
+)
+#: Columns that qualify an estimate rather than hold one.
+_LABEL_SUFFIXES = ("_note", "_above_composition", "_guarantee", "_assumption_rejected")
+
+
+def _named_after(column: str, what: str) -> list[str]:
+    """The names a `what` column ("guarantee", "assumption_rejected") of `column` may
+    have: `what` itself, or named after the column (module docstring)."""
+    m = _ESTIMATE.match(column)
+    pre, kind, post = m["pre"], m["kind"], m["post"]
+    names = [what, f"{pre}{what}{post}", f"{column}_{what}", f"{pre}{kind}_{what}"]
+    if what == "assumption_rejected":  # eps_gdp -> gdp_assumption_rejected
+        names.append(f"{kind.removeprefix('eps_')}_{what}")
+    return list(dict.fromkeys(names))
+
+
+def label_problems(columns: Sequence[str], rows: Sequence[Mapping] = ()) -> list[str]:
+    """What a table with these columns (and rows, when given) lacks to label its epsilons.
+
+    Args:
+        columns: the table's column names.
+        rows: its rows; with them, a guarantee label that starts with "assumes" requires
+            the verdict column too (without them, only the column names are checked).
+
+    Returns:
+        One sentence per missing column (empty when the table is labelled; the rule is
+        in the module docstring).
+
+    Example:
+        >>> label_problems(["steps", "eps_lower", "guarantee"])
+        []
+        >>> label_problems(["steps", "h_star_eps_lower"])[0][:50]
+        'h_star_eps_lower has no guarantee label beside it '
+    """
+    present, problems = set(columns), []
+    composition = bool(present & {"composition", "eps_composition"})
+    for column in columns:
+        m = _ESTIMATE.match(column)
+        if m is None or column.endswith(_LABEL_SUFFIXES):
+            continue
+        names = _named_after(column, "guarantee")
+        found = [n for n in names if n in present]
+        if not found:
+            problems.append(
+                f"{column} has no guarantee label beside it (a column named one of "
+                f"{', '.join(names)})"
+            )
+        elif any(str(r.get(found[0], "")).startswith("assumes") for r in rows):
+            verdicts = _named_after(column, "assumption_rejected")
+            if not present & set(verdicts):
+                problems.append(
+                    f"{column} rests on an assumption ({found[0]}) but has no verdict of "
+                    f"its check beside it (a column named one of {', '.join(verdicts)})"
+                )
+        point = m["kind"] in ("eps_point", "eps_held_out") or "point" in m["post"]
+        if point and composition and f"{column}_above_composition" not in present:
+            problems.append(
+                f"{column} is a point estimate in a table with a composition column but "
+                f"has no {column}_above_composition flag beside it"
+            )
+    return problems
+
+
 def _fmt(value) -> str:
     if value is None:
         return "n/a"
@@ -147,13 +234,24 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def _above(row: Mapping, column: str) -> bool:
+    return str(row.get(f"{column}_above_composition")).lower() == "true"
+
+
 def print_table(name: str, rows: Sequence[Mapping], columns: Sequence[str]) -> None:
-    """Prints `rows` as an aligned text table, floats to three decimals."""
-    cells = [[_fmt(r.get(c)) for c in columns] for r in rows]
+    """Prints `rows` as an aligned text table, floats to three decimals; an estimate whose
+    `<column>_above_composition` flag is true gets a `!` (as `advsim audit` prints it),
+    explained under the table."""
+    cells = [[_fmt(r.get(c)) + ("!" if _above(r, c) else "") for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     print(f"\n{name}")
     for row in ([*columns], *cells):
         print(" ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+    if any(_above(r, c) for r in rows for c in columns):
+        print(
+            "! the estimate lies above the composition bound: outside the possible range "
+            "(too few runs for the rates it reads)"
+        )
 
 
 def run_figure(
@@ -186,10 +284,12 @@ def run_figure(
     }
     tables = _function(fig.compute)(fig, rows) if fig.compute else {}
     paths, meta = [], provenance({"figure": name, "quick": quick, "params": fig.params})
+    unlabelled = []
     for table_name, spec in fig.tables.items():
         source = rows[spec["source"]] if spec["source"] in rows else tables[spec["source"]]
         columns = spec.get("columns") or list(source[0])
         table = [{c: r.get(c) for c in columns} for r in source]
+        unlabelled += [f"{table_name}: {p}" for p in label_problems(columns, table)]
         write_csv(out / f"{table_name}.csv", table, columns)
         write_json(out / f"{table_name}.json",
                    {"columns": columns, "rows": table, "provenance": meta})
@@ -199,4 +299,8 @@ def run_figure(
     if fig.plot:
         paths += _function(fig.plot)(fig, rows, tables)
     print("wrote", ", ".join(map(str, paths)), f"({time.perf_counter() - start:.0f} s)")
+    if unlabelled:
+        raise ValueError(
+            f"figure {name!r} wrote epsilons without their labels:\n" + "\n".join(unlabelled)
+        )
     return paths

@@ -138,6 +138,8 @@ def compute_exact_truth(fig, rows):
             exact_order=res.observed_order, exact_nodes=res.nodes, exact_resolved=res.resolved,
             exact_lost_mass=max(res.lost_mass),
             eps_lower=result.eps_lower, eps_point=result.eps_point,
+            eps_point_above_composition=result.eps_point is not None
+            and result.eps_point > bounds["composition"],
             guarantee=result.guarantee.label, confidence=confidence, trials=trials,
             heuristic=bounds["heuristic"], composition=bounds["composition"],
             full_batch=bounds["full_batch"], shifted_interpolation=shifted,
@@ -246,8 +248,10 @@ def plot_exact_truth(fig, rows, tables):
     handles.append(plt.Line2D([], [], color="0.86", lw=5,
                               label="what the audit and the upper bounds certify "
                               "(without the exact engine)"))  # fmt: skip
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(-0.55, -0.13), ncol=1,
-              frameon=False, fontsize=6.5)  # fmt: skip
+    # Below the x label, in the room constrained layout makes for it (placed by hand under
+    # the axes, its first line ran into the x label).
+    figure.legend(handles=handles, loc="outside lower left", ncol=1, frameon=False,
+                  fontsize=6.5)  # fmt: skip
     ax.set_title("The exact privacy of the last model beside a rigorous audit and the bounds:\n"
                  "every 1-D construction" + (" (quick run: few runs)" if fig.quick else ""),
                  fontsize=8.5)  # fmt: skip

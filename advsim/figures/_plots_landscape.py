@@ -67,7 +67,13 @@ def compute_figure4(fig, rows) -> dict:
         table.append({
             "noise_multiplier": sigma, "batch_size": b,
             "eps_lower_t1": one["eps_lower"], "eps_lower_t25": last["eps_lower"],
-            "eps_point_t1": p1, "eps_point_t25": p25, "ratio": ratios[0],
+            "guarantee_t1": one["guarantee"], "guarantee_t25": last["guarantee"],
+            "assumption_rejected_t1": one["assumption_rejected"],
+            "assumption_rejected_t25": last["assumption_rejected"],
+            "eps_point_t1": p1, "eps_point_t25": p25,
+            "eps_point_t1_above_composition": one["eps_point_above_composition"],
+            "eps_point_t25_above_composition": last["eps_point_above_composition"],
+            "ratio": ratios[0],
             "ratio_point": p25 / p1 if p25 is not None and p1 else None,
             "ratio_mean": statistics.fmean(ratios), "ratio_min": min(ratios),
             "ratio_max": max(ratios), "replicates": len(ratios),
@@ -90,12 +96,17 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
         rb = sorted((r for r in sel if int(r["batch_size"]) == b), key=lambda r: r["steps"])
         ax.plot([r["steps"] for r in rb], [r["eps_lower"] for r in rb], marker=".", ms=3,
                 color=colors(i), label=f"B = {b}")
+        rejected = [r for r in rb if str(r.get("assumption_rejected")).lower() == "true"]
+        ax.plot([r["steps"] for r in rejected], [r["eps_lower"] for r in rejected], "x", ms=4,
+                mew=0.8, color="tab:red", linestyle="none",
+                label="Gaussian assumption rejected" if i == 0 else None)
         curve = exact[(float(sigma), b)]
         ax.plot(range(1, len(curve) + 1), curve, linestyle=":", linewidth=1.0, color=colors(i),
                 label=r"exact $\varepsilon(\delta)$ of $\theta_T$" if i == 0 else None)
     ax.set_xlabel("steps $T$")
     exponent = round(math.log10(delta))
-    ax.set_ylabel(rf"$\varepsilon$ at $\delta = 10^{{{exponent}}}$ (lines: GDP audit)")
+    ax.set_ylabel(rf"$\varepsilon$ at $\delta = 10^{{{exponent}}}$" "\n"
+                  "(lines: GDP audit, assumes Gaussian)")
     ax.set_ylim(0, 1.08 * comp)
     ax.grid(True, color="0.9", linewidth=0.6)
     ax.set_title(rf"$\sigma = {sigma:g}$", fontsize=8)
@@ -170,7 +181,12 @@ def compute_threshold_search(fig, rows):
                 "noise_multiplier": sigma, "batch_size": b,
                 "accounting": gdp_epsilon(delta, 1.0 / sigma),
                 "h_star_eps_lower": float(res.eps_lower[i_star]),
-                "search_eps_lower": res.best_eps, "search_best_threshold": res.best_threshold,
+                "h_star_guarantee": res.results[i_star].guarantee.label,
+                "h_star_assumption_rejected": res.results[i_star].assumption_rejected,
+                "search_eps_lower": res.best_eps,
+                "search_guarantee": res.results[res.best].guarantee.label,
+                "search_assumption_rejected": res.results[res.best].assumption_rejected,
+                "search_best_threshold": res.best_threshold,
                 "exact_gdp_h_star": float(exact_gdp[i_star]),
                 "exact_gdp_max": float(np.max(exact_gdp)),
                 "exact_gdp_argmax": float(hs[int(np.argmax(exact_gdp))]),
@@ -197,7 +213,11 @@ def plot_threshold_search(fig, rows, tables):
         ax.axhline(s["accounting"], color="0.0", linestyle="--", lw=1, label="accounting")
         ax.plot(h, [r["exact_gdp"] for r in sel], color="C0", lw=1, label="exact, GDP value")
         ax.plot(h, [r["exact_eps"] for r in sel], color="C2", lw=1, label="exact eps(delta)")
-        ax.plot(h, [r["eps_lower"] for r in sel], "v", color="0.0", ms=3, label="audit")
+        ax.plot(h, [r["eps_lower"] for r in sel], "v", color="0.0", ms=3,
+                label="GDP audit (assumes Gaussian)", clip_on=False)
+        rejected = [r for r in sel if r["assumption_rejected"]]
+        ax.plot([r["threshold"] for r in rejected], [r["eps_lower"] for r in rejected], "x",
+                color="tab:red", ms=4, label="Gaussian assumption rejected")
         ax.axvline(0.5, color="C3", lw=0.8, linestyle=":", label="$h^* = C/2$")
         ax.set_title(rf"$\sigma = {sigma:g}$, $B = {b}$", fontsize=8)
         ax.set_xlabel("threshold $h$")

@@ -49,10 +49,14 @@ def _audits(scores, delta: float, accounting) -> dict:
         free = audit(scores, "eps_delta", delta=delta)
     return {
         "eps_family": family.eps_lower,
+        "eps_family_guarantee": family.guarantee.label,
+        "family_assumption_rejected": family.assumption_rejected,
         "eps_family_point": family.eps_point,
         "eps_gdp": gdp.eps_lower,
+        "eps_gdp_guarantee": gdp.guarantee.label,
         "gdp_assumption_rejected": gdp.assumption_rejected,
         "eps_delta_lower": free.eps_lower,
+        "eps_delta_lower_guarantee": free.guarantee.label,
     }
 
 
@@ -139,6 +143,9 @@ def compute_real_models(fig, rows):
     del rows  # no sweeps: every cell needs its own adversary's craft
     part_a = _canaries(fig.params["canaries"], progress=False)
     part_b = _periodicity(fig.params["periodicity"], progress=False)
+    for r in part_a + part_b:  # the family audit's estimate above composition (`!`)
+        point = r["eps_family_point"]
+        r["eps_family_point_above_composition"] = point is not None and point > r["composition"]
     return {"real_models": part_a + part_b}
 
 

@@ -10,11 +10,15 @@ audits see), and also on all runs.
   and the family check with the landscape's accounting (one unsampled canary step, so the
   family is G_{1/(sqrt(T) sigma)}: the same null, solved by bisection instead of in closed
   form), with a two-sided 95% Clopper-Pearson interval on the power.
+- Power on discrete scores (`params.discrete`), the GDP check: binary scores, 1 with
+  probability 0.99 in and 0.01 out (the pair's exact eps is log 99 = 4.595 for any
+  delta < 0.01), and Binomial(20, 0.6) vs Binomial(20, 0.5) (exact eps 3.636 at
+  delta = 1e-5, from the hockey-stick divergence of the two pmfs); numpy draws.
 - False alarms, where the null holds exactly (`params.null`): the GDP check on numpy
-  N(mu, 1) vs N(0, 1) scores and on the linear process with q = 1; the family check on the
-  linear process (`LinearProcess`, `ProjectionScore`) at each (T, q). Rejections must not
-  exceed the 0.999-quantile of Binomial(repeats, level), the rule of
-  tests/properties/test_audit_calibration.py (`ok`).
+  N(mu, 1) vs N(0, 1) scores (at each of `gaussian_trials` runs per world) and on the
+  linear process with q = 1; the family check on the linear process (`LinearProcess`,
+  `ProjectionScore`) at each (T, q). Rejections must not exceed the 0.999-quantile of
+  Binomial(repeats, level), the rule of tests/properties/test_audit_calibration.py (`ok`).
 """
 
 from __future__ import annotations
@@ -58,35 +62,67 @@ def _simulated(mech, adversary, trials: int):
     return sample
 
 
+def _discrete(name: str, trials: int):
+    """numpy draws of the discrete pairs of the module docstring."""
+
+    def sample(seed):
+        rng = np.random.default_rng(seed)
+        if name == "binary":
+            cin, cout = rng.random(trials) < 0.99, rng.random(trials) < 0.01
+        else:
+            cin, cout = rng.binomial(20, 0.6, trials), rng.binomial(20, 0.5, trials)
+        return cin.astype(np.float64), cout.astype(np.float64)
+
+    return sample
+
+
+_DISCRETE_LABELS = {
+    "binary": "binary 0.99 vs 0.01",
+    "binomial": "Binomial(20, .6) vs Binomial(20, .5)",
+}
+
+
 def _cases(p: dict) -> list[tuple]:
-    """(label, kind, sampler(seed) -> (cin, cout), {check name: fn})."""
+    """(label, kind, sampler(seed) -> (cin, cout), {check name: fn}, runs per world,
+    repeats)."""
     trials, power, null, cases = p["trials"], p["power"], p["null"], []
     sigma, steps = power["noise_multiplier"], power["steps"]
     for b in power["batch_sizes"]:
         mech = ThresholdLandscape(steps=steps, noise_multiplier=sigma, batch_size=b)
         checks = {"gdp": _gdp, "family": _family(mech.accounting())}
         label = f"landscape sigma={sigma:g} T={steps} B={b}"
-        cases.append((label, "power", _simulated(mech, ThresholdAdversary(), trials), checks))
+        sample = _simulated(mech, ThresholdAdversary(), trials)
+        cases.append((label, "power", sample, checks, trials, power["repeats"]))
+    discrete = p.get("discrete", {})
+    for name in discrete.get("cases", []):
+        sample = _discrete(name, trials)
+        cases.append((_DISCRETE_LABELS[name], "power", sample, {"gdp": _gdp}, trials,
+                      discrete["repeats"]))  # fmt: skip
     mu = null["gaussian_mu"]
 
-    def gaussian(seed):
-        rng = np.random.default_rng(seed)
-        return rng.normal(mu, 1.0, trials), rng.normal(0.0, 1.0, trials)
+    def gaussian(n):
+        def sample(seed):
+            rng = np.random.default_rng(seed)
+            return rng.normal(mu, 1.0, n), rng.normal(0.0, 1.0, n)
 
-    cases.append((f"gaussian numpy mu={mu:g}", "null", gaussian, {"gdp": _gdp}))
+        return sample
+
+    for n in null.get("gaussian_trials", [trials]):
+        label = f"gaussian numpy mu={mu:g}" + ("" if n == trials else f" n={n:g}")
+        cases.append((label, "null", gaussian(n), {"gdp": _gdp}, n, null["repeats"]))
     for steps, q in null["linear"]:
         mech = LinearProcess(steps, q, null["noise_multiplier"])
         checks = {"family": _family(mech.accounting())}
         if q == 1.0:  # P = T + N(0, T sigma^2) vs N(0, T sigma^2): G_mu, mu = sqrt(T)/sigma
             checks = {"gdp": _gdp, **checks}
         label = f"linear T={steps} q={q:g} sigma={null['noise_multiplier']:g}"
-        cases.append((label, "null", _simulated(mech, ProjectionScore(), trials), checks))
+        sample = _simulated(mech, ProjectionScore(), trials)
+        cases.append((label, "null", sample, checks, trials, null["repeats"]))
     return cases
 
 
 def _case_rows(case_id, case, p: dict, outcomes: list) -> list[dict]:
-    label, kind, sample, checks = case
-    n_rep = p["power"]["repeats"] if kind == "power" else p["null"]["repeats"]
+    label, kind, sample, checks, trials, n_rep = case
     level, counts, start = p["level"], {name: [0, 0] for name in checks}, time.perf_counter()
     for r in range(n_rep):
         seed = p["seed"] + 10_000 * case_id + r
@@ -110,8 +146,8 @@ def _case_rows(case_id, case, p: dict, outcomes: list) -> list[dict]:
         low_all, high_all = clopper_pearson_interval(full, n_rep, 0.95)
         null = kind == "null"
         rows.append(dict(
-            case=label, kind=kind, check=name, repeats=n_rep, trials_per_world=p["trials"],
-            held_out_per_world=p["trials"] - p["trials"] // 2, rejected_held_out=held,
+            case=label, kind=kind, check=name, repeats=n_rep, trials_per_world=trials,
+            held_out_per_world=trials - trials // 2, rejected_held_out=held,
             rate_held_out=held / n_rep, ci95_lo_held_out=low, ci95_hi_held_out=high,
             rejected_all=full, ci95_lo_all=low_all, ci95_hi_all=high_all,
             allowed_false_alarms=allowed if null else None,

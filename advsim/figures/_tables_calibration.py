@@ -110,6 +110,7 @@ def _rows(p: dict) -> list[dict]:
 def _run(row: dict, confidence: float, delta: float) -> dict:
     sample = row["sampler"]()
     eps, rejected, failing, start = [], 0, 0, time.perf_counter()
+    labels = set()
     for i in range(row["repeats"]):
         auditor = get_audit(row["method"], confidence=confidence, seed=i)
         with warnings.catch_warnings():
@@ -120,6 +121,7 @@ def _run(row: dict, confidence: float, delta: float) -> dict:
         eps.append(e)
         failing += e > row["truth"] * (1.0 + 1e-9)
         rejected += bool(r.assumption_rejected)
+        labels.add(r.guarantee.label)
     repeats = row["repeats"]
     allowed = int(scipy.stats.binom.ppf(1.0 - 1e-3, repeats, 1.0 - confidence))
     tests = 2 if row["method"] == "tradeoff" else 1
@@ -137,7 +139,7 @@ def _run(row: dict, confidence: float, delta: float) -> dict:
         delta=delta, confidence=confidence, trials=row["trials"], repeats=repeats,
         truth=row["truth"], cap=cap if row["method"] in ("tradeoff", "eps_delta") else None,
         failures=failing, allowed=allowed, failure_ci_low=float(low),
-        failure_ci_high=float(high), median_eps_lower=median,
+        failure_ci_high=float(high), median_eps_lower=median, guarantee="/".join(sorted(labels)),
         median_over_truth=median / row["truth"], max_eps_lower=float(np.max(eps)),
         assumption_rejected=rejected, check=check, wall_time_s=time.perf_counter() - start,
     )  # fmt: skip

@@ -29,12 +29,28 @@ def test_held_out_size_matches_the_normal_approximation():
 @pytest.mark.slow
 def test_compute_certificates_small(tmp_path):
     fig = load_figure("certificates", quick=True, out=tmp_path)
-    params = dict(fig.params, constructions=fig.params["constructions"][:1], trials_divisor=64)
+    params = dict(
+        fig.params, constructions=fig.params["constructions"][:1], trials_divisor=64, seeds=3
+    )
     params["linear"] = dict(params["linear"], repeats=5)
     tables = compute_certificates(dataclasses.replace(fig, params=params), {})
     (row,) = tables["certificates"]
     assert row["max_trials"] == 16_000 and row["exact_eps"] == pytest.approx(3.025, abs=1e-3)
     assert row["heuristic_eps"] < row["exact_eps"]
+    # Power over seeds: the fraction of the 3 seeds certifying at each size of the grid
+    # 1000 * 2^k <= 16000; trials_needed is the first size where it reaches 90% (3 of 3).
+    fractions = row["certified_fractions"]
+    assert list(fractions) == [1000, 2000, 4000, 8000, 16000] and row["seeds"] == 3
+    assert all(f in (0.0, 1 / 3, 2 / 3, 1.0) for f in fractions.values())
+    assert row["certified_fraction"] == fractions[16000]
+    reached = [n for n, f in fractions.items() if f >= 0.9]
+    assert row["trials_needed"] == (reached[0] if reached else None)
+    if reached:
+        assert row["certified_fraction_at_needed"] == fractions[reached[0]]
+    # The heuristic-equivalent epsilon is an index, printed only for a certificate, and
+    # never in a column named as an epsilon.
+    assert "heuristic_equivalent_eps" not in row
+    assert (row["heuristic_sigma_index"] is None) == (not row["certified_first_seed"])
     quad = {r["orientation"]: r for r in tables["quadratic"]}
     # Section 4.2's example: exact 2.2749 against a heuristic 2.222 at delta = 1e-6.
     assert quad["canary_out_null"]["exact_eps"] == pytest.approx(2.2749, abs=1e-3)

@@ -132,3 +132,62 @@ def test_heatmap_ignores_every_non_parameter_column_of_a_sweep_table():
     rows[1]["method"] = "gdp"
     with pytest.raises(ValueError, match=r"they differ in \['method'\]"):
         plotting.plot_heatmap(rows, "sampling_prob", "steps", "heuristic", "/nonexistent/h")
+
+
+# ----------------------------------------------------------------------------------------
+# Layout: legends clear of labels, titles, tick labels and curves; markers not cut
+
+
+def test_pictures_of_the_audit_and_the_sweeps_have_a_clear_layout(captured, monkeypatch):
+    """`advsim audit`'s eps_vs_steps (six legend entries, one of them a rejected
+    assumption), the heat maps of `advsim plot` (a title over the colour bar's column), the
+    panels, and the trade-off panels of its_our_loss_figure1 (curves from (0, 1) to (1, 0),
+    so no corner of a linear panel is free): `layout_problems` finds nothing."""
+    import advsim._plot_tradeoff as tradeoff
+    from advsim._plot_style import layout_problems
+
+    monkeypatch.setattr(tradeoff, "save_figure", plotting.save_figure)
+    audited = [
+        dict(r, eps_lower=0.0 if r["steps"] == 1 else r["heuristic"] / 2,
+             eps_point=r["heuristic"], guarantee="assumes Gaussian",
+             assumption_rejected=r["steps"] == 10, eps_point_above_composition=False)
+        for r in ROWS if r["sampling_prob"] == 0.1 and r["noise_multiplier"] == 1.0
+    ]  # fmt: skip
+    plotting.plot_eps_vs_steps(audited, "unused", title="q = 0.1, sigma = 1")
+    plotting.plot_heatmap(
+        [r for r in ROWS if r["steps"] == 10], "sampling_prob", "noise_multiplier",
+        "heuristic", "unused", title="T = 10, a title as long as the colour bar's label",
+    )  # fmt: skip
+    plotting.plot_eps_vs_steps_panels([("a", audited), ("b", audited)], "unused")
+    grid = np.linspace(0.0, 1.0, 201)
+    curves = [("composition", grid, (1 - grid) ** 3, {}),
+              ("linear loss", grid, (1 - grid) ** 2, {"linestyle": "--"}),
+              ("observations (20,000 runs/world)", grid, (1 - grid) ** 2.1, {})]  # fmt: skip
+    for log in (False, True):
+        plotting.plot_tradeoff_panels([{"title": "a", "curves": curves}] * 2, "unused", log=log)
+    assert len(captured) == 5
+    for fig in captured:
+        assert layout_problems(fig) == []
+
+
+def test_layout_problems_find_a_planted_overlap_and_a_cut_marker():
+    """The check can fail: a legend moved over the y label and ticks, a legend inside the
+    axes over a curve, and a marker at y = 0 with the axes starting at 0."""
+    from advsim._plot_style import layout_problems, styled_pyplot
+
+    plt = styled_pyplot()
+    fig, ax = plt.subplots(figsize=(3, 2.5))
+    ax.plot([1, 2, 3], [1, 2, 3], label="a curve")
+    ax.set_ylabel("a long y label")
+    ax.legend(loc="center left", bbox_to_anchor=(-0.35, 0.5))
+    problems = layout_problems(fig)
+    assert any("y label" in p for p in problems) and any("tick labels" in p for p in problems)
+    ax.get_legend().remove()
+    ax.plot([0, 4], [2, 2], label="across")
+    ax.legend(loc="center")
+    assert any("covers the line 'across'" in p for p in layout_problems(fig))
+    ax.get_legend().remove()
+    ax.plot([2.0], [0.0], "v", ms=6, label="zero")
+    ax.set_ylim(bottom=0)
+    assert any("cut by the axes' edge" in p for p in layout_problems(fig))
+    plt.close(fig)

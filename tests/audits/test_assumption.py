@@ -160,6 +160,94 @@ def test_family_floor_rejects_perfectly_separated_scores():
     assert not check_gaussian_tradeoff(cin, cout).rejected
 
 
+def test_binary_scores_rejected_on_the_segments():
+    # 1 with probability 0.99 in and 0.01 out: the one threshold point (0.01, 0.01) lies on
+    # G_4.65 (isf(0.01) - ppf(0.01) = 2 x 2.326), but the pair's randomised tests are the
+    # segments from it to (1, 0) and to (0, 1): at FPR 0.505 the segment has FNR 0.005,
+    # G_4.65 about 2e-6 (scipy.stats.norm). No G_mu follows both: rejected by step 4.
+    rng = np.random.default_rng(11)
+    cin = (rng.random(N) < 0.99).astype(float)
+    cout = (rng.random(N) < 0.01).astype(float)
+    r = check_gaussian_tradeoff(cin, cout)
+    assert r.rejected and r.worst["atom"] is None, r.describe()
+    assert r.worst["upper_limit_randomised_to"] is not None
+    assert "randomised between thresholds" in r.describe()
+
+
+def test_binomial_scores_rejected_for_their_atoms():
+    # Binomial(20, 0.6) vs Binomial(20, 0.5): every threshold point implies mu in 0.87-0.92
+    # (isf(alpha) - ppf(beta) of the two cdfs), so the boxes leave mu in an interval away
+    # from 0 and inf; the value 12 holds pmf(12; 20, 0.6) = 18.0% of the in-runs and
+    # pmf(12; 20, 0.5) = 12.0% of the out-runs: an atom, on which the randomised ROC is a
+    # straight segment that no G_mu with 0 < mu < inf contains (step 5).
+    rng = np.random.default_rng(12)
+    cin = rng.binomial(20, 0.6, N).astype(float)
+    cout = rng.binomial(20, 0.5, N).astype(float)
+    r = check_gaussian_tradeoff(cin, cout)
+    atom = r.worst["atom"]
+    assert r.rejected and r.param_interval is None and atom["value"] == 12.0
+    assert atom["share_in"] == pytest.approx(scipy.stats.binom.pmf(12, 20, 0.6), abs=0.01)
+    assert atom["share_out"] == pytest.approx(scipy.stats.binom.pmf(12, 20, 0.5), abs=0.01)
+    assert "an atom" in r.describe() and 0 < r.worst["lower_limit"] < r.worst["upper_limit"]
+    assert math.isfinite(r.worst["upper_limit"])
+
+
+def test_rounding_ties_and_linear_ends_are_not_atoms_that_reject():
+    # float32 rounding of N(1, 1) vs N(0, 1) leaves ties of a few scores each (far below
+    # 1% of 2 x 10^4); perfectly separated two-point scores fit G_inf (mu = inf allowed,
+    # where the curve is the straight line FNR = 0); scores of one discrete law in both
+    # worlds fit G_0 (the straight line 1 - FPR): neither end is excluded, so an atom
+    # rejects nothing.
+    s = gaussian_scores(1.0, N, seed=13)
+    r = check_gaussian_tradeoff(
+        np.float32(s.canary_in).astype(float), np.float32(s.canary_out).astype(float)
+    )
+    assert not r.rejected, r.describe()
+    sep = check_gaussian_tradeoff(np.ones(1000), np.zeros(1000))
+    assert not sep.rejected and math.isinf(sep.param_interval[1])
+    rng = np.random.default_rng(14)
+    same = check_gaussian_tradeoff(rng.binomial(20, 0.5, N), rng.binomial(20, 0.5, N))
+    assert not same.rejected and same.param_interval[0] == 0.0
+
+
+def test_family_check_sees_atoms_too():
+    # The family at T = 1, q = 1 is G_{1/sigma}: the binomial scores above are rejected by
+    # the family check for the same atom (its curves are strictly convex for 0 < sigma <
+    # inf); the generic check, which knows nothing of its curve's shape, skips step 5.
+    from advsim import Accounting
+
+    rng = np.random.default_rng(12)
+    cin = rng.binomial(20, 0.6, N).astype(float)
+    cout = rng.binomial(20, 0.5, N).astype(float)
+    fam = check_heuristic_family(cin, cout, Accounting(1, 1.0, 1.0, canary_steps=(1,)))
+    assert fam.rejected and fam.worst["atom"]["value"] == 12.0
+    generic = check_tradeoff_fit(
+        np.sort(cin), np.sort(cout), gaussian_tradeoff, param_name="mu",
+        param_range=(0.0, math.inf), assumption="gaussian_tradeoff",
+    )  # fmt: skip
+    assert generic.worst["atom"] is None
+
+
+def test_chord_gap_matches_the_tangent_point():
+    # The lowest point of G_mu minus a chord is where G_mu' = the chord's slope s:
+    # G_mu'(a) = -exp(mu z - mu^2 / 2), z = isf(a), so z* = (log(-s) + mu^2 / 2) / mu
+    # (differentiating Definition 2.7 of arXiv:1905.02383). The golden section finds it.
+    from advsim.audits._assumption import _chord_gap
+
+    seg = {"a_lo0": np.array([0.6, 0.3]), "b_lo0": np.array([0.05, 0.2]),
+           "a_lo1": np.array([0.1, 0.01]), "b_lo1": np.array([0.5, 0.6])}  # fmt: skip
+    mu = np.array([1.2, 0.8])
+    gap, lam = _chord_gap(gaussian_tradeoff, seg, np.arange(2), mu)
+    for i in range(2):
+        a0, b0, a1, b1 = (seg[k][i] for k in ("a_lo0", "b_lo0", "a_lo1", "b_lo1"))
+        slope = (b1 - b0) / (a1 - a0)
+        z = (math.log(-slope) + mu[i] ** 2 / 2) / mu[i]
+        a = float(np.clip(scipy.stats.norm.sf(z), a1, a0))
+        exact = float(gaussian_tradeoff(a, mu[i])) - (b0 + slope * (a - a0))
+        assert gap[i] >= exact - 1e-15 and gap[i] == pytest.approx(exact, abs=1e-12)
+        assert a0 + lam[i] * (a1 - a0) == pytest.approx(a, abs=1e-6)
+
+
 # ----------------------------------------------------------------------------------------
 # The generic path agrees with the closed form; results serialise
 
@@ -296,3 +384,38 @@ def test_describe_names_the_curve_value_or_the_edge_of_the_family():
     far = check_gaussian_tradeoff(shifted, rng.normal(0, 1, 50_000))
     assert far.rejected and np.isfinite(far.worst["curve_fnr"])
     assert f"gives FNR {far.worst['curve_fnr']:.3g}" in far.describe()
+
+
+def test_segment_diagnostics_name_the_randomised_tests():
+    # The `worst` entries of a segment: the mixed box at the chord's lowest point, between
+    # the segment's two thresholds (here the binary scores' segment from threshold 1 to
+    # every threshold above it, i.e. from (0.01, 0.01) towards (0, 1)).
+    from advsim.audits._assumption import _segment_worst, _segments
+    from advsim.audits._roc_band import _boxes
+
+    rng = np.random.default_rng(15)
+    cin = np.sort((rng.random(N) < 0.99).astype(float))
+    cout = np.sort((rng.random(N) < 0.01).astype(float))
+    boxes, _ = _boxes(cin, cout, 0.05)
+    seg = _segments(boxes, cin, cout, 0.05)
+    last = seg["tau0"].size - 1
+    assert seg["tau0"][last] == 1.0 and math.isinf(seg["tau1"][last])
+    w = _segment_worst(gaussian_tradeoff, seg, last, 4.6, lambda a, b: (a, b), 1.0, 0.0)
+    assert w["threshold"] == 1.0 and math.isinf(w["randomised_to"]) and 0 <= w["weight"] <= 1
+    assert 0.0 <= w["fpr"] <= seg["fpr0"][last] and seg["fnr0"][last] <= w["fnr"] <= 1.0
+    assert w["fpr_interval"][0] <= w["fpr"] <= w["fpr_interval"][1]
+    assert w["allowed"] == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 54_321])
+def test_top_box_is_the_bands_box_above_its_last_knot(n):
+    # The segments' last box from the last rank's Beta quantiles alone equals what the
+    # whole band gives above its last knot (`_band(...).below(inf)`).
+    from advsim.audits._assumption import _top_box
+    from advsim.audits._roc_band import _band
+
+    x = np.sort(np.random.default_rng(n).normal(size=n))
+    got = _top_box(x, 0.05)
+    want = _band(x, 0.025).below(np.array([math.inf]))
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)

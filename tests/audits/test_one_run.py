@@ -318,3 +318,46 @@ def test_fdp_bad_input():
         one_run_fdp_audit(scores, included, delta=DELTA, k_plus=0)
     with pytest.raises(ValueError, match="not both"):
         one_run_fdp_audit(scores, included, delta=DELTA, k_plus=5, candidates=[5])
+
+
+# --- the inclusion bits: an exact binomial test of their balance ----------------------
+
+
+@pytest.mark.parametrize("audit", [one_run_audit, one_run_fdp_audit])
+@pytest.mark.parametrize("share", [1.0, 0.9, 0.0])
+def test_unbalanced_coins_are_refused(audit, share):
+    # Pure noise with every bit 1 (or 90% ones, or none) made one_run_audit report a
+    # "rigorous" eps_lower of 4.09 (1.80 at 90%): guessing "in" is then right by
+    # construction. 900 ones of 1000 have two-sided binomial p-value 1.3e-161 < 1e-3.
+    rng = np.random.default_rng(0)
+    included = np.arange(1000) < round(share * 1000)
+    with pytest.raises(ValueError, match="fair coins.*independently of everything else"):
+        audit(rng.normal(size=1000), included, delta=DELTA)
+
+
+@pytest.mark.parametrize("audit", [one_run_audit, one_run_fdp_audit])
+def test_fair_coins_pass_and_the_p_value_is_reported(audit):
+    # rng.random(m) < 0.5: 20 draws at m = 1000 all pass at level 1e-3 (each is refused
+    # with probability 0.00089, the exact test's size at m = 1000).
+    for seed in range(20):
+        scores, included = _one_run_scores(1000, 1.0, seed=seed)
+        r = audit(scores, included, delta=DELTA)
+        p = scipy.stats.binomtest(int(included.sum()), 1000, 0.5).pvalue
+        assert r.extras["coin_p_value"] == pytest.approx(p) and p >= 1e-3
+
+
+def test_coin_test_edges():
+    # 553 ones of 1000 is the smallest count refused at 1e-3 (two-sided p = 0.00090;
+    # 552 gives 0.0011), symmetric at 447; coin_level=None skips the test; a stricter
+    # level refuses less.
+    scores = np.random.default_rng(1).normal(size=1000)
+    with pytest.raises(ValueError, match="553 of 1000"):
+        one_run_audit(scores, np.arange(1000) < 553, delta=DELTA)
+    with pytest.raises(ValueError, match="447 of 1000"):
+        one_run_audit(scores, np.arange(1000) < 447, delta=DELTA)
+    one_run_audit(scores, np.arange(1000) < 552, delta=DELTA)
+    one_run_audit(scores, np.arange(1000) < 553, delta=DELTA, coin_level=1e-4)
+    r = one_run_audit(scores, np.ones(1000, bool), delta=DELTA, coin_level=None)
+    assert r.extras["coin_p_value"] == 1.0
+    with pytest.raises(ValueError, match="coin_level"):
+        one_run_audit(scores, np.arange(1000) < 500, delta=DELTA, coin_level=1.5)
