@@ -1,6 +1,13 @@
+import os
+
 import jax
 import numpy as np
 import pytest
+
+# `advsim.cli.main` (called in-process by many tests) turns on JAX's persistent compilation
+# cache in the user's folder; off here, so that no test reads programs an earlier run left
+# there. CI turns JAX's cache on for the whole run instead (JAX_COMPILATION_CACHE_DIR).
+os.environ.setdefault("ADVSIM_NO_COMPILE_CACHE", "1")
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Command line: `advsim audit` (the main job), `advsim bound`, `advsim sweep`, `advsim plot`,
-`advsim figure`.
+`advsim figure`, `advsim search`.
 
 `advsim audit` with no arguments runs the built-in experiment, a sweep config shipped with
 the package (`advsim/sweep/audit.toml`): the linear 1-D process with q = 0.01, sigma
@@ -10,10 +10,20 @@ the table as soon as it is done, then where the time went, and writes CSV, JSON 
 PNG/PDF plot into an output folder whose name it prints. `advsim sweep CONFIG.toml --out
 DIR [--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its figures;
 `advsim figure NAME [--quick] [--out DIR] [--resume]` runs a seed figure
-(`advsim.figures`, `advsim figure --list`).
+(`advsim.figures`, `advsim figure --list`); `advsim search CONFIG.toml --out DIR
+[--resume]` searches a 1-D construction against its exact epsilon (`advsim.search`).
 
 Each command lives in its own module (`_audit`, `_bound`, `_sweep`, `_plot`, `_figure`),
-with its options; `_common` holds the checks and the parser pieces they share.
+with its options; `_common` holds the checks and the parser pieces they share. Building
+the parser imports neither jax nor the accountant (`advsim --help` answers at once): the
+command modules import the library inside the functions that run a command, and the
+registries' names the parser shows come from `_names` (tested equal to their sources).
+
+Compiled programs persist between runs: once the command line is parsed, JAX's persistent
+compilation cache is turned on in `$XDG_CACHE_HOME/advsim/jax` (default
+`~/.cache/advsim/jax`), or in `$JAX_COMPILATION_CACHE_DIR` where that is set;
+`ADVSIM_NO_COMPILE_CACHE=1` turns it off, and a folder that cannot be written is skipped
+(`_common.compile_cache_dir`).
 
 Errors: a user error (a bad option, an out-of-range value, an unusable output folder, a
 damaged sweep folder) prints one line naming what is wrong and how to fix it, exits with
@@ -27,14 +37,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from advsim._io import git_commit, package_version
 from advsim.cli._audit import add_audit_command
 from advsim.cli._bound import add_bound_command
-from advsim.cli._common import UsageError, _Formatter, _one_line, _Parser
+from advsim.cli._common import UsageError, _enable_compile_cache, _Formatter, _one_line, _Parser
 from advsim.cli._figure import add_figure_command
 from advsim.cli._plot import add_plot_command
+from advsim.cli._search import add_search_command
 from advsim.cli._sweep import add_sweep_command
-from advsim.sweep import SweepError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -46,7 +55,21 @@ _BUG_LINE = (
 
 
 def _version() -> str:
+    from advsim._io import git_commit, package_version
+
     return f"advsim {package_version()} (commit {git_commit()})"
+
+
+class _VersionAction(argparse.Action):
+    """--version: prints `_version()`, looked up only when asked (it runs git), and exits."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        kwargs.setdefault("help", "show the version and commit, and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--noise-multiplier 1\n  advsim figure --list\n\n'advsim COMMAND --help' for a "
         "command's options.",
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
@@ -69,9 +92,33 @@ def build_parser() -> argparse.ArgumentParser:
         add_sweep_command,
         add_plot_command,
         add_figure_command,
+        add_search_command,
     ):
         add_command(sub)
     return parser
+
+
+def _sweep_errors() -> tuple[type[Exception], ...]:
+    """`advsim.sweep.SweepError` once a command has imported the sweep runner (none can be
+    raised before): `main` imports no jax for --help."""
+    sweep = sys.modules.get("advsim.sweep")
+    return (sweep.SweepError,) if sweep is not None else ()
+
+
+def _interrupted(command: str, args) -> str:
+    """The line an interrupted command ends with: for a command that runs sweeps (it has
+    --resume), where the finished work is kept and how to continue it."""
+    from pathlib import Path
+
+    out = getattr(args, "out", None)  # the command sets it to the folder it writes into
+    if out is None or not hasattr(args, "resume"):
+        return f"{command}: interrupted"
+    if not Path(out).is_dir() or not any(Path(out).rglob("run.json")):  # no sweep started
+        return f"{command}: interrupted before anything was finished; nothing was kept"
+    return (
+        f"{command}: interrupted; what was finished is kept in {out}: run the same command "
+        f"with --out {out} --resume to continue it"
+    )
 
 
 def main(argv=None) -> int:
@@ -81,14 +128,15 @@ def main(argv=None) -> int:
     `SweepError`, an `OSError` of the file system) prints one line on stderr; anything
     else is a bug: the traceback, then a line saying so.
     """
-    command = "advsim"
+    command, args = "advsim", None
     try:
         args = build_parser().parse_args(argv)
         command = f"advsim {args.command}"
+        _enable_compile_cache()
         return args.func(args)
     except SystemExit as stop:  # --help, --version
         return stop.code if isinstance(stop.code, int) else 0
-    except (UsageError, ValueError, TypeError, SweepError) as err:
+    except (UsageError, ValueError, TypeError, *_sweep_errors()) as err:
         command = getattr(err, "prog", None) or command
         print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
@@ -97,7 +145,7 @@ def main(argv=None) -> int:
         print(f"{command}: error: {err.strerror or _one_line(err)}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{command}: interrupted", file=sys.stderr)
+        print(_interrupted(command, args), file=sys.stderr)
         return 130
     except Exception:
         import traceback

@@ -22,18 +22,8 @@ import datetime
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm.auto import tqdm
-
-from advsim._validation import (
-    check_delta,
-    check_finite,
-    check_in_interval,
-    check_int,
-    check_positive,
-    check_probability,
-)
-from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
 from advsim.cli._common import (
     UsageError,
     _add_run_options,
@@ -46,19 +36,20 @@ from advsim.cli._common import (
     _positive_int,
     _seed,
 )
-from advsim.exact import check_scalar_law
-from advsim.plotting import plot_eps_vs_steps
-from advsim.sweep import (
+from advsim.cli._names import (
+    AUDIT_ASSUMPTIONS,
+    AUDIT_METHODS,
     MECHANISM_ALIASES,
-    TIME_COLUMNS,
-    CalibrationError,
-    SweepError,
+    STRATEGY_KEYS,
+    THRESHOLD_SELECTIONS,
     builtin_config,
-    parse_config,
-    resolve,
-    run_sweep,
 )
-from advsim.sweep._config import STRATEGY_KEYS, build_mechanism
+
+# The library (jax, the accountant, the plots) is imported inside the functions that run
+# the command: building the parser needs only the names above (`advsim --help` starts at
+# once).
+if TYPE_CHECKING:
+    from advsim.sweep import SweepError
 
 __all__ = ["AUDIT_CONFIG", "add_audit_command"]
 
@@ -80,6 +71,8 @@ def _flag(name: str) -> str:
 
 def _mechanism_plugin(name: str):
     """The mechanism `--mechanism` names: a sweep alias or a class path `module:Class`."""
+    from advsim.sweep import resolve
+
     try:
         return resolve("mechanism", name, "--mechanism")
     except ValueError as err:
@@ -88,6 +81,8 @@ def _mechanism_plugin(name: str):
 
 def _mechanism_kwargs(args) -> dict:
     """The data flags as constructor arguments; refuses those the mechanism does not take."""
+    from advsim.sweep import resolve
+
     plugin = _mechanism_plugin(args.mechanism)
     kwargs = {}
     for dest, param in _DATA_FLAGS.items():
@@ -111,6 +106,8 @@ def _mechanism_kwargs(args) -> dict:
 def _strategy_settings(args) -> dict:
     """The threshold strategy's options given on the command line, by sweep key; refuses
     one that `--threshold` does not take, and `--threshold explicit` without its threshold."""
+    from advsim._validation import check_finite, check_in_interval
+
     given = {k: getattr(args, k) for k in STRATEGY_KEYS if getattr(args, k) is not None}
     takes = THRESHOLD_SELECTIONS[args.threshold]
     for key, value in given.items():
@@ -134,6 +131,8 @@ def _strategy_settings(args) -> dict:
 
 def _check_adversary(name: str) -> None:
     """An adversary that takes no arguments, by sweep alias or class path."""
+    from advsim.sweep import resolve
+
     try:
         resolve("adversary", name, "--adversary").build()
     except TypeError as err:
@@ -175,6 +174,9 @@ def _format_row(r, exact: bool = False) -> str:
 def _shows_exact(config) -> bool:
     """Whether the table has the exact columns: the config computes them and its mechanism
     has the capability (`advsim.exact.check_scalar_law`; the same class in every row)."""
+    from advsim.exact import check_scalar_law
+    from advsim.sweep._config import build_mechanism
+
     if not config.exact:
         return False
     try:
@@ -229,6 +231,14 @@ def _format_notes(rows, exact: bool = False) -> list[str]:
 def _check_audit_args(args) -> float | None:
     """Every check that needs no computation; returns the target epsilon (None: sigma
     given)."""
+    from advsim._limits import check_chunk_size, check_steps, check_trials
+    from advsim._validation import (
+        check_delta,
+        check_in_interval,
+        check_positive,
+        check_probability,
+    )
+
     if args.noise_multiplier is not None and args.target_epsilon is not None:
         raise UsageError(
             "give either --noise-multiplier or --target-epsilon, not both (sigma is given, "
@@ -240,7 +250,11 @@ def _check_audit_args(args) -> float | None:
     _check("--delta", check_delta, args.delta)
     _check("--confidence", check_in_interval, args.confidence, 0.5, 1.0)
     _check("--clip-norm", check_positive, args.clip_norm)
-    _check("--trials", check_int, args.trials, minimum=2, maximum=2**32 - 1)
+    _check("--trials", check_trials, args.trials)
+    if args.chunk_size is not None:
+        _check("--chunk-size", check_chunk_size, args.chunk_size)
+    for steps in args.steps:
+        _check("--steps", check_steps, steps)
     if args.data_scale is not None:
         _check("--data-scale", check_positive, args.data_scale)
     _mechanism_plugin(args.mechanism)
@@ -259,6 +273,8 @@ def _check_audit_args(args) -> float | None:
 
 def _config(args, target: float | None):
     """The built-in config with the command's options in place of its values."""
+    from advsim.sweep import parse_config
+
     data = builtin_config("audit")
     data["sweep"].update(
         seed=args.seed,
@@ -283,13 +299,39 @@ def _config(args, target: float | None):
     data["grid"] = {"steps": list(args.steps)}
     if args.no_exact:
         data["sweep"]["exact"] = False
-    try:  # builds every T's mechanism: a bad parameter fails before anything runs
+    from advsim.sweep._checks import CellError
+
+    try:  # builds and checks every T's run: a bad parameter fails before anything runs
         return parse_config(data)
+    except CellError as err:  # a T out of a computation's reach, in this command's words
+        raise UsageError(f"T={err.params['steps']}: {_in_flags(err.reason)}") from None
     except (TypeError, ValueError) as err:
         raise UsageError(f"--mechanism {args.mechanism}: {_one_line(err)}") from None
 
 
+#: The sweep keys of the options, as the messages of the sweep's checks name them.
+_KEY_FLAGS = {
+    "threshold_selection": "--threshold",
+    **{
+        key: _flag(key)
+        for key in ("noise_multiplier", "target_epsilon", "sampling_prob", "delta", "trials")
+    },
+}
+
+
+def _in_flags(text: str) -> str:
+    """A message of the sweep's checks in this command's words: its keys as the flags."""
+    import re
+
+    return re.sub(r"\b(" + "|".join(_KEY_FLAGS) + r")\b", lambda m: _KEY_FLAGS[m[1]], text)
+
+
 def _cmd_audit(args) -> int:
+    from tqdm.auto import tqdm
+
+    from advsim.plotting import plot_eps_vs_steps
+    from advsim.sweep import SweepError, run_sweep
+
     target = _check_audit_args(args)
     _check_adversary(args.adversary)
     config = _config(args, target)
@@ -299,6 +341,7 @@ def _cmd_audit(args) -> int:
         else Path("advsim-results") / ("audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     )
     _check_out("--out", out)
+    args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
     if (out / "run.json").exists() and not args.resume:  # before the header: one line only
         raise UsageError(
             f"--out {out} already holds an audit; pass --resume to continue it, or choose a "
@@ -352,16 +395,24 @@ def _cmd_audit(args) -> int:
 def _usage_error(err: SweepError, args, target, out: Path, finished: int) -> Exception:
     """A failed cell in the command's words (its options, its T); other sweep errors
     (a folder holding another audit, a damaged cell file) as they are."""
+    from advsim.sweep import CalibrationError
+
     cause = err.__cause__
     kept = f"; the {finished} finished rows are in {out} (--resume continues)" if finished else ""
     if isinstance(cause, CalibrationError):
+        reason = cause.reason
+        if "value_discretization_interval" in reason:  # a knob this command does not have
+            reason = (
+                "it needs a noise multiplier smaller than the composition bound's PLD "
+                "accountant takes at this --sampling-prob"
+            )
         return UsageError(
             f"cannot calibrate sigma for T={cause.steps} to --target-epsilon {target:g} at "
-            f"--delta {args.delta:g} (q={args.sampling_prob:g}): {cause.reason}; try another "
-            f"--delta or --target-epsilon, or give --noise-multiplier{kept}"
+            f"--delta {args.delta:g} (q={args.sampling_prob:g}): {_in_flags(reason)}; try "
+            f"another --delta or --target-epsilon, or give --noise-multiplier{kept}"
         )
     if err.cell is not None and isinstance(cause, TypeError | ValueError | ArithmeticError):
-        return UsageError(f"T={err.cell.params['steps']}: {_one_line(cause)}{kept}")
+        return UsageError(f"T={err.cell.params['steps']}: {_in_flags(_one_line(cause))}{kept}")
     return err
 
 
@@ -369,6 +420,8 @@ def _time_report(rows, plotting: float, total: float) -> str:
     """Where the time went, as the cells measured it (`advsim.sweep.TIME_COLUMNS`: the
     calibration, then `run_audit`'s parts, the exact column with its compilation), and the
     plot; rows: those computed now."""
+    from advsim.sweep import TIME_COLUMNS
+
     names = ("calibration", "compilation", "simulation", "audit", "bounds", "exact")
     parts = [
         (name, sum(float(r.get(col) or 0.0) for r in rows))
@@ -445,7 +498,7 @@ _AUDIT_HELP = {
     "--adversary": "projection, llr, or any adversary class path module:Class that takes no "
     "arguments",
     "--method": "the audit; what its eps_lower assumes: "
-    + "; ".join(f"{name}: {AUDITS[name].assumption}" for name in AUDIT_METHODS),
+    + "; ".join(f"{name}: {AUDIT_ASSUMPTIONS[name]}" for name in AUDIT_METHODS),
     "--steps": "numbers of steps, one row each (default: " + " ".join(map(str, _STEPS)) + ")",
     "--sampling-prob": "Poisson sampling probability q in (0, 1]",
     "--noise-multiplier": "sigma (default: calibrated to --target-epsilon for each T)",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-from advsim import bounds
-from advsim._validation import check_delta, check_positive, check_probability
 from advsim.cli._common import (
     UsageError,
     _check,
@@ -22,6 +20,9 @@ _MAX_OVER_STEPS_LIMIT = 100_000
 
 
 def _cmd_bound(args) -> int:
+    from advsim import bounds  # here: the parser imports no jax
+    from advsim._validation import check_delta, check_positive, check_probability
+
     _check("--sampling-prob", check_probability, args.sampling_prob)
     _check("--noise-multiplier", check_positive, args.noise_multiplier)
     _check("--delta", check_delta, args.delta)

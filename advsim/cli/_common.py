@@ -12,9 +12,6 @@ from pathlib import Path
 
 __all__ = ["UsageError"]
 
-#: The largest seed `jax.random.key` takes (a 64-bit signed integer).
-_MAX_SEED = 2**63 - 1
-
 
 class UsageError(Exception):
     """A user error: printed as one line, exit status 2, no traceback.
@@ -36,28 +33,46 @@ def _one_line(err: BaseException) -> str:
 
 
 def _positive_int(text: str) -> int:
+    bad = argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     try:
-        value = float(text)  # accept 1e6
+        value = int(text)  # exact, however many digits
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        try:
+            value = float(text)  # accept 1e6
+        except ValueError:
+            raise bad from None
+        if not value.is_integer():
+            raise bad from None
+    if value < 1:
+        raise bad
     return int(value)
 
 
 def _seed(text: str) -> int:
+    from advsim._limits import MAX_SEED  # the range of every seed (no jax)
+
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if not 0 <= value <= _MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^63 - 1], got {text}")
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^64 - 1], got {text}")
     return value
+
+
+def _folder(text: str) -> str:
+    """An output folder's path: any text but the empty one (which `Path` reads as the
+    current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must name a folder, got {text!r}")
+    return text
 
 
 def _add_run_options(parser, *, out_help: str, resume_help: str, out_required=False) -> None:
     """--out DIR, --resume and --quiet: the options of every command that runs sweeps."""
-    parser.add_argument("--out", required=out_required, default=None, metavar="DIR", help=out_help)
+    parser.add_argument(
+        "--out", type=_folder, required=out_required, default=None, metavar="DIR", help=out_help
+    )
     parser.add_argument("--resume", action="store_true", help=resume_help)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -108,6 +123,51 @@ def _cleanup_if_empty(out: Path):
                 if path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
         raise
+
+
+# ---------------------------------------------------------------------- compilation cache
+
+#: Programs that took at least this long to compile are kept in the persistent cache (JAX's
+#: default, 1 s, leaves out most of the engine's programs: 0.1-1 s each on 2 cores).
+_CACHE_MIN_COMPILE_SECS = 0.1
+
+
+def compile_cache_dir(environ=os.environ) -> Path | None:
+    """Where `advsim`'s commands keep compiled programs between runs, None for nowhere.
+
+    JAX's persistent compilation cache: `$JAX_COMPILATION_CACHE_DIR` where it is set (JAX
+    reads it itself), else `$XDG_CACHE_HOME/advsim/jax` (default `~/.cache/advsim/jax`).
+    None where `ADVSIM_NO_COMPILE_CACHE` is set to anything but "" or "0", and where the
+    folder cannot be created or written.
+    """
+    if environ.get("ADVSIM_NO_COMPILE_CACHE", "") not in ("", "0"):
+        return None
+    if environ.get("JAX_COMPILATION_CACHE_DIR"):
+        folder = Path(environ["JAX_COMPILATION_CACHE_DIR"])
+    else:
+        home = environ.get("HOME") or os.path.expanduser("~")
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+        folder = Path(base) / "advsim" / "jax"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
+
+
+def _enable_compile_cache(environ=os.environ) -> Path | None:
+    """Turns on JAX's persistent compilation cache in `compile_cache_dir()` (imports jax:
+    called once the command line is parsed, before the command runs); returns the folder.
+    A minimum compile time set in `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS` is kept."""
+    folder = compile_cache_dir(environ)
+    if folder is None:
+        return None
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", _CACHE_MIN_COMPILE_SECS)
+    return folder
 
 
 # ------------------------------------------------------------------------------ parsers

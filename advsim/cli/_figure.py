@@ -12,12 +12,13 @@ from advsim.cli._common import (
     _command,
     _para,
 )
-from advsim.figures import list_figures, run_figure
 
 __all__ = ["add_figure_command"]
 
 
 def _cmd_figure(args) -> int:
+    from advsim.figures import list_figures, run_figure  # here: the parser imports no jax
+
     if args.list or not args.name:
         for name, title in list_figures().items():
             print(f"{name:<16} {title}")
@@ -29,6 +30,7 @@ def _cmd_figure(args) -> int:
         )
     out = Path(args.out or f"advsim-results/{args.name}" + ("-quick" if args.quick else ""))
     _check_out("--out", out)
+    args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
     with _cleanup_if_empty(out):
         run_figure(
             args.name, quick=args.quick, out=out, resume=args.resume, progress=not args.quiet

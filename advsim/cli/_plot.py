@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from advsim.cli._common import _command
-from advsim.sweep import plot_sweep
 
 __all__ = ["add_plot_command"]
 
 
 def _cmd_plot(args) -> int:
-    for path in plot_sweep(args.dir):
+    from pathlib import Path
+
+    from advsim.sweep import plot_sweep  # here: the parser imports no jax
+
+    paths = plot_sweep(args.dir)
+    for path in paths:
         print(path)
+    print(f"advsim plot: wrote {len(paths)} files into {Path(args.dir) / 'figures'}")
     return 0
 
 

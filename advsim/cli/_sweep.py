@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from advsim.cli._common import _add_run_options, _check_out, _command
-from advsim.sweep import load_config, run_sweep
 
 __all__ = ["add_sweep_command"]
 
@@ -38,6 +37,8 @@ examples:
 
 
 def _cmd_sweep(args) -> int:
+    from advsim.sweep import load_config, run_sweep  # here: the parser imports no jax
+
     config = load_config(args.config)
     executor = "local" if args.ray is None else "ray"
     out = Path(args.out)
@@ -53,9 +54,10 @@ def _cmd_sweep(args) -> int:
         ray_address=args.ray or None,
     )
     total = sum(float(r["wall_time_s"]) for r in rows)
+    figures = f"; figures: advsim plot {out}" if config.swept else ""  # one cell: none
     print(
         f"wrote {out / 'results.csv'} and {out / 'results.json'} ({len(rows)} cells, "
-        f"{total:.1f} s of cell time); figures: advsim plot {out}"
+        f"{total:.1f} s of cell time){figures}"
     )
     return 0
 
