@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import jax
@@ -132,7 +131,3 @@ def confirm(mech, delta: float, runs: int, *, seed: int = 0, confidence: float =
         eps_lower=float(result.eps_lower), guarantee=result.guarantee.label, runs=int(runs),
         heuristic=heuristic, certified=certified, seed=seed,
     )  # fmt: skip
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
