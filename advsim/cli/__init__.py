@@ -13,11 +13,12 @@ DIR [--resume]` runs a grid (see `advsim.sweep`) and `advsim plot DIR` draws its
 (`advsim.figures`, `advsim figure --list`); `advsim search CONFIG.toml --out DIR
 [--resume]` searches a 1-D construction against its exact epsilon (`advsim.search`).
 
-Each command lives in its own module (`_audit`, `_bound`, `_sweep`, `_plot`, `_figure`),
-with its options; `_common` holds the checks and the parser pieces they share. Building
-the parser imports neither jax nor the accountant (`advsim --help` answers at once): the
-command modules import the library inside the functions that run a command, and the
-registries' names the parser shows come from `_names` (tested equal to their sources).
+Each command lives in its own module (`_audit`, `_bound`, `_sweep`, `_plot`, `_figure`,
+`_search`), with its options; `_common` holds the checks and the parser pieces they
+share. Building the parser imports neither jax nor the accountant (`advsim --help`
+answers at once): the command modules import the library inside the functions that run a
+command, and the registries' names the parser shows come from `_names` (tested equal to
+their sources).
 
 Compiled programs persist between runs: once the command line is parsed, JAX's persistent
 compilation cache is turned on in `$XDG_CACHE_HOME/advsim/jax` (default
