@@ -44,6 +44,12 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# One JAX host device per CPU core, asked for before JAX starts (ADVSIM_CPU_DEVICES=1 turns
+# it off): `simulate` shards its runs over them, with the same scores (see advsim._cores).
+import advsim._cores as _cores  # noqa: E402
+
+_cores.use_every_core()
+
 __all__ = [
     "AbstractAdversary",
     "AbstractCanaryExample",

@@ -313,17 +313,30 @@ class _Layout(NamedTuple):
 
 
 def _layout(
-    mechanism: AbstractMechanism, release: str, chunk_size: int | None, binomial: str
+    mechanism: AbstractMechanism,
+    release: str,
+    chunk_size: int | None,
+    binomial: str,
+    trials: int | None = None,
 ) -> _Layout:
-    """The layout of `mechanism`'s runs, `block_size` computed once."""
+    """The layout of `mechanism`'s runs, `block_size` computed once.
+
+    The chunk is `chunk_size` rounded up to whole blocks on every device, but never more
+    blocks per device than the smallest power of two that holds `trials` runs: a
+    simulation smaller than one chunk computes at most twice its runs, not 16 blocks per
+    device, in one of five chunk shapes (1, 2, 4, 8 or 16 blocks per device by default).
+    """
     block = block_size(mechanism, release)
     unit = block * len(jax.devices())
     chunk_size = 16 * unit if chunk_size is None else chunk_size  # default_chunk_size
+    units = math.ceil(chunk_size / unit)  # round up to whole blocks on every device
+    if trials is not None:
+        units = min(units, 2 ** math.ceil(math.log2(math.ceil(trials / unit))))
     return _Layout(
         samplers=count_samplers(mechanism, binomial),
         block=block,
         width=_lane_width(mechanism, block),
-        chunk=int(math.ceil(chunk_size / unit) * unit),  # round up to whole blocks
+        chunk=int(units * unit),
     )
 
 
@@ -368,14 +381,28 @@ def count_samplers(
 
 
 @eqx.filter_jit
-def _chunk_scores(mechanism, adversary, world_key, indices, canary_in, release, width, samplers):
+def _chunk_scores(
+    mechanism, adversary, world_key, indices, canary_in, release, width, samplers, mesh
+):
+    """The scores of the runs `indices`, sharded over `mesh`'s devices along "trials".
+
+    Each device maps over its own lanes (`shard_map`): left to the partitioner, the
+    `lax.map` over a sharded axis was all-gathered and every device ran every lane (two
+    host devices ran 0.63x as fast as one, measured).
+    """
+
     def one(i):
         key = jax.random.fold_in(world_key, i)
         out = run_mechanism(mechanism, canary_in, key=key, release=release, count_samplers=samplers)
         return adversary.score(mechanism, out)
 
-    lanes = indices.reshape(-1, width)
-    return jax.lax.map(jax.vmap(one), lanes).reshape(-1)
+    def local(idx):
+        return jax.lax.map(jax.vmap(one), idx.reshape(-1, width)).reshape(-1)
+
+    spec = PartitionSpec("trials")
+    # check_vma=False: a mechanism's scan need not mark its carries as device-varying.
+    shard = jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
+    return shard(indices)
 
 
 def simulate_world(
@@ -397,7 +424,7 @@ def simulate_world(
     mechanism, `release`, `chunk_size` and `binomial` where not given.
     """
     if layout is None:
-        layout = _layout(mechanism, release, chunk_size, binomial)
+        layout = _layout(mechanism, release, chunk_size, binomial, trials)
     samplers, width, chunk = layout.samplers, layout.width, layout.chunk
     devices = jax.devices()
     mesh = Mesh(np.array(devices), ("trials",))
@@ -410,7 +437,7 @@ def simulate_world(
         idx = np.arange(start, start + chunk, dtype=np.uint32)
         idx = jax.device_put(idx, sharding)
         scores = _chunk_scores(
-            mechanism, adversary, world_key, idx, canary, release, width, samplers
+            mechanism, adversary, world_key, idx, canary, release, width, samplers, mesh
         )
         n = min(chunk, trials - start)
         out[start : start + n] = np.asarray(scores)[:n]
@@ -446,7 +473,8 @@ def simulate(
             the out-world `fold_in(key, 0)`, run i of a world `fold_in(world_key, i)`: the
             same key gives the same scores for any chunk size and device count.
         chunk_size: runs per compiled chunk, rounded up to whole blocks on every device
-            (default: 16 blocks per device; see `block_size`); one whose indices and
+            (default: 16 blocks per device; see `block_size`), and at most the smallest
+            power of two of blocks per device that holds `trials`; one whose indices and
             scores would not fit in the memory available is refused
             (`advsim._limits.check_chunk_size`).
         release: "last" (only m_T is released, the default) or "all" (m_0, ..., m_T).
@@ -490,7 +518,7 @@ def simulate(
     crafted = adversary.craft(mechanism)
     _check_x64(crafted)
     check_shapes(crafted, adversary, release)
-    layout = _layout(crafted, release, chunk_size, binomial)
+    layout = _layout(crafted, release, chunk_size, binomial, trials)
     if progress is None:
         progress = 2 * trials * crafted.steps > 5e7
     bar = tqdm(total=2 * trials, unit="run", desc="simulate", disable=not progress, leave=False)

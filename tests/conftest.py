@@ -8,6 +8,11 @@ import pytest
 # cache in the user's folder; off here, so that no test reads programs an earlier run left
 # there. CI turns JAX's cache on for the whole run instead (JAX_COMPILATION_CACHE_DIR).
 os.environ.setdefault("ADVSIM_NO_COMPILE_CACHE", "1")
+# `import advsim` asks JAX for one host device per core (advsim._cores); the workers of
+# `pytest -n auto` already use every core, one each, so each keeps one device (set before
+# jax starts: no test module has run yet). tests/advsim/test_cores.py checks the default.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("ADVSIM_CPU_DEVICES", "1")
 
 
 @pytest.fixture

@@ -234,6 +234,8 @@ _DEVICE_SCRIPT = textwrap.dedent(
     import jax
     import numpy as np
 
+    import advsim  # before any JAX operation: it may ask for one host device per core
+
     expected, path = int(sys.argv[1]), sys.argv[2]
     assert len(jax.devices()) == expected, jax.devices()
 
@@ -244,11 +246,21 @@ _DEVICE_SCRIPT = textwrap.dedent(
     mech = LinearProcess.with_data(
         5, 0.3, 1.0, dim=5, num_examples=20, distribution="gaussian", scale=3.0
     )
-    # 1500 runs in chunks of 1024 (one device) or 2048 (two devices x one block).
+    # 1500 runs in chunks of 1024 (one device) or 2048 (two devices x one block): the
+    # chunk holds at most the power of two of blocks per device that the runs need.
     scores = simulate(mech, ProjectionScore(), 1500, key=7, chunk_size=1024)
     np.savez(path, canary_in=scores.canary_in, canary_out=scores.canary_out)
     """
 )
+
+
+#: (devices expected, environment): XLA's flag for one and for two host devices, and
+#: advsim's own default route (`import advsim` asks for one device per core: 2 here).
+_DEVICE_SETTINGS = {
+    "xla_1": (1, {"XLA_FLAGS": "--xla_force_host_platform_device_count=1"}),
+    "xla_2": (2, {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}),
+    "advsim_2": (2, {"ADVSIM_CPU_DEVICES": "2"}),
+}
 
 
 @pytest.mark.slow
@@ -258,23 +270,24 @@ def test_scores_are_bit_identical_on_one_and_two_devices(tmp_path):
     script = tmp_path / "simulate_devices.py"
     script.write_text(_DEVICE_SCRIPT)
     procs = {}
-    for n in (1, 2):
+    for name, (n, settings) in _DEVICE_SETTINGS.items():
         env = dict(os.environ)
-        env.pop("JAX_NUM_CPU_DEVICES", None)
-        env["JAX_PLATFORMS"] = "cpu"
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
-        procs[n] = subprocess.Popen(
-            [sys.executable, str(script), str(n), str(tmp_path / f"scores_{n}.npz")],
+        for variable in ("JAX_NUM_CPU_DEVICES", "XLA_FLAGS", "ADVSIM_CPU_DEVICES"):
+            env.pop(variable, None)
+        env.update(settings, JAX_PLATFORMS="cpu")
+        procs[name] = subprocess.Popen(
+            [sys.executable, str(script), str(n), str(tmp_path / f"scores_{name}.npz")],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
-    for n, proc in procs.items():
+    for name, proc in procs.items():
         out, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, f"{n}-device run failed:\n{out}"
-    one = np.load(tmp_path / "scores_1.npz")
-    two = np.load(tmp_path / "scores_2.npz")
-    for world in ("canary_in", "canary_out"):
-        assert one[world].shape == (1500,)
-        np.testing.assert_array_equal(one[world], two[world])
+        assert proc.returncode == 0, f"{name} run failed:\n{out}"
+    one = np.load(tmp_path / "scores_xla_1.npz")
+    for name in ("xla_2", "advsim_2"):
+        other = np.load(tmp_path / f"scores_{name}.npz")
+        for world in ("canary_in", "canary_out"):
+            assert one[world].shape == (1500,)
+            np.testing.assert_array_equal(one[world], other[world])
