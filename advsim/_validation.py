@@ -83,12 +83,24 @@ def check_probability(name: str, value) -> float:
     return check_in_interval(name, value, 0.0, 1.0, high_closed=True)
 
 
-def check_delta(name: str, value) -> float:
-    """Checks a DP delta, which must lie in the open interval (0, 1).
+def check_delta(name: str, value, *, allow_zero: bool = False) -> float:
+    """Checks a DP delta, which must lie in the open interval (0, 1), or in [0, 1) with
+    `allow_zero`.
 
-    The same as `check_in_interval(name, value, 0, 1)` (its result and errors).
+    The same as `check_in_interval(name, value, 0, 1)` (its result and errors); with
+    `allow_zero`, `check_in_interval(name, value, 0, 1, low_closed=True)`. Only a caller
+    whose statement holds at delta = 0 (pure DP, e.g. the assumption-free eps-delta audit)
+    passes `allow_zero`: every bound of a mechanism with Gaussian noise is infinite there.
+
+    Example:
+        >>> check_delta("delta", 0.0, allow_zero=True)
+        0.0
+        >>> check_delta("delta", 0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: delta must be in (0, 1), got 0.0
     """
-    return check_in_interval(name, value, 0.0, 1.0)
+    return check_in_interval(name, value, 0.0, 1.0, low_closed=allow_zero)
 
 
 def check_positive(name: str, value, *, allow_inf: bool = False) -> float:

@@ -49,6 +49,7 @@ __all__ = [
     "ThresholdSearchResult",
     "exact_columns",
     "record_columns",
+    "default_audit_method",
     "run_audit",
     "run_threshold_search",
     "threshold_search",
@@ -74,6 +75,22 @@ DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose config is
 `advsim/sweep/audit.toml` (`advsim audit` reads its grid there; a test keeps the two equal).
 """
+
+
+def default_audit_method(mechanism) -> str:
+    """The audit method used when none is named: `"family"` for a mechanism (instance or
+    class) in the last-iterate heuristic's family (`AbstractMechanism.in_heuristic_family`,
+    e.g. `LinearProcess`), where the family audit's assumption is exact, and the
+    assumption-free `"eps_delta"` for every other one (a classmethod factory such as
+    `LinearProcess.with_data` included). The sweeps' rule (`advsim.sweep`), so that
+    `advsim audit`, a sweep and `run_audit` agree.
+
+    Example:
+        >>> from advsim.mechanisms import LinearProcess, ThresholdLandscape
+        >>> default_audit_method(LinearProcess), default_audit_method(ThresholdLandscape)
+        ('family', 'eps_delta')
+    """
+    return "family" if getattr(mechanism, "in_heuristic_family", False) is True else "eps_delta"
 
 
 def _column(role: str, *, bounds: bool = False, default=dataclasses.MISSING):
@@ -320,11 +337,14 @@ def run_audit(
     *,
     trials: int,
     seed: int = 0,
-    method: str = "family",
+    method: str | None = None,
     delta: float = 1e-5,
     confidence: float = 0.95,
     threshold_selection: str = "split",
     strategy_options: Mapping[str, Any] | None = None,
+    sides: str = "two",
+    min_count: int = 50,
+    audit_seed: int | None = None,
     chunk_size: int | None = None,
     progress: bool | None = None,
     exact: bool = False,
@@ -339,17 +359,24 @@ def run_audit(
         trials: runs per world.
         seed: the simulation key is `advsim._simulate.as_key(seed)` (`jax.random.key(seed)`
             for seeds below 2**32); the split of runs into
-            threshold-choosing and counting halves also uses `seed`.
-        method: "family" (needs T and q: the last-iterate paper's audit; assumes the
-            run is in the heuristic's family), "gdp" (assumes a Gaussian trade-off),
-            "eps_delta" or "tradeoff" (assumption-free); see `advsim.audits`.
-        delta: the delta at which every epsilon is reported.
+            threshold-choosing and counting halves also uses `seed` unless `audit_seed`
+            is given.
+        method: "eps_delta" or "tradeoff" (assumption-free), "family" (needs T and q: the
+            last-iterate paper's audit; assumes the run is in the heuristic's family) or
+            "gdp" (assumes a Gaussian trade-off); see `advsim.audits`. Default (None):
+            `default_audit_method(mechanism)`, "family" for a mechanism in the
+            heuristic's family (where its assumption is exact), else "eps_delta".
+        delta: the delta at which every epsilon is reported, in (0, 1) (the bounds beside
+            the audit are infinite at delta = 0).
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
         threshold_selection: "split" (rigorous), "same" (optimistic, as in the papers) or
             any other of `advsim.audits.THRESHOLD_SELECTIONS` (e.g. "projected_split").
         strategy_options: the options that `threshold_selection` takes
             (`THRESHOLD_SELECTIONS[threshold_selection]`, e.g. `selection_fraction` of
             "projected_split"), passed to `advsim.audits.audit`.
+        sides, min_count: passed to `advsim.audits.audit` ("two" or "one"; the point
+            estimate's least count).
+        audit_seed: the seed of the audit's split of the runs (default: `seed`).
         chunk_size: runs per compiled chunk (results do not depend on it).
         progress: tqdm bars (default: automatic for long simulations and exact runs).
         exact: also fill the record's `EXACT_COLUMNS` with `exact_columns` of the crafted
@@ -367,6 +394,7 @@ def run_audit(
     trials = check_trials("trials", trials)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
+    method = default_audit_method(mechanism) if method is None else method
     start = time.perf_counter()
     crafted = adversary.craft(mechanism)
     accounting = crafted.accounting()
@@ -384,6 +412,11 @@ def run_audit(
         confidence=confidence,
         threshold_selection=threshold_selection,
         strategy_options=strategy_options,
+        audit_options={
+            "sides": sides,
+            "min_count": min_count,
+            "seed": seed if audit_seed is None else audit_seed,
+        },
         chunk_size=chunk_size,
         progress=progress,
     )
@@ -422,6 +455,7 @@ def _simulate_and_audit(
     confidence: float,
     threshold_selection: str,
     strategy_options: Mapping[str, Any] | None,
+    audit_options: Mapping[str, Any],
     chunk_size: int | None,
     progress: bool | None,
 ) -> tuple[Any, dict, dict]:
@@ -444,7 +478,7 @@ def _simulate_and_audit(
             accounting=accounting,
             confidence=confidence,
             threshold_selection=threshold_selection,
-            seed=seed,
+            **audit_options,
             **(strategy_options or {}),
         )
     return result, sim_clock, audit_clock
@@ -572,7 +606,7 @@ def run_threshold_search(
     key,
     *,
     delta: float = 1e-5,
-    method: str = "gdp",
+    method: str = "eps_delta",
     confidence: float = 0.95,
     threshold_selection: str = "split",
     multiplicity: str = "bonferroni",
@@ -597,7 +631,11 @@ def run_threshold_search(
         trials: runs per world for each threshold.
         key: a `jax.random.key` or int seed, shared by every threshold (common random
             numbers: the thresholds are compared on the same noise draws).
-        delta, method, confidence, threshold_selection: as `advsim.audits.audit`.
+        delta, method, confidence, threshold_selection: as `advsim.audits.audit`. The
+            method defaults to the assumption-free `"eps_delta"`; the paper audits with
+            `"gdp"` (Nasr et al. 2023), whose Gaussian assumption the threshold
+            landscape does not meet (its eps can exceed the exact one several times):
+            pass `method="gdp"` to reproduce the paper's numbers.
         multiplicity: `"bonferroni"` or `"none"` (see above).
         chunk_size: as `advsim.simulate`.
         progress: a tqdm bar over the thresholds.

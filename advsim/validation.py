@@ -8,6 +8,8 @@ plug-ins use these helpers, and a new one can too:
   `check_delta` and `check_in_interval` return the value (as a Python int or float) or
   raise a `ValueError` (a `TypeError` for a value of the wrong kind) whose message names
   the parameter, the range and the value: ``"sampling_prob must be in (0, 1], got 1.5"``.
+  `check_delta` refuses delta = 0 unless asked (`allow_zero=True`: only for a statement
+  that holds at pure DP).
 - `as_traced_float` checks a float hyperparameter with one of them and stores it as a
   0-d float64 array, which jit traces: a sweep over it compiles once.
 

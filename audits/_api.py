@@ -1,10 +1,15 @@
-"""The functional front door: `audit(scores, method, delta=...)` and `get_audit(name)`."""
+"""The functional front door: `audit(scores)` / `audit(in_scores, out_scores)` and
+`get_audit(name)`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+
 from advsim import Accounting, Scores
 
-from ._base import AbstractAudit, AbstractThresholdAudit
+from ._base import SIDES, AbstractAudit, AbstractThresholdAudit, check_audit_delta
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
@@ -12,7 +17,16 @@ from ._result import AuditResult
 from ._strategies import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
 from ._tradeoff import TradeoffAudit
 
-__all__ = ["AUDITS", "AUDIT_METHODS", "THRESHOLD_SELECTIONS", "audit", "get_audit"]
+__all__ = [
+    "AUDITS",
+    "AUDIT_METHODS",
+    "DEFAULT_DELTA",
+    "DEFAULT_METHOD",
+    "SIDES",
+    "THRESHOLD_SELECTIONS",
+    "audit",
+    "get_audit",
+]
 
 AUDITS: dict[str, type[AbstractAudit]] = {
     "gdp": GaussianDPAudit,
@@ -23,6 +37,11 @@ AUDITS: dict[str, type[AbstractAudit]] = {
 """Every audit by name; all share one contract (tests/audits/test_contract.py)."""
 AUDIT_METHODS: tuple[str, ...] = tuple(sorted(AUDITS))
 """Every name `audit` / `get_audit` accept."""
+DEFAULT_METHOD = "eps_delta"
+"""`audit`'s method when none is named: the one that assumes nothing about the mechanism."""
+DEFAULT_DELTA = 0.0
+"""`audit`'s delta when none is given: pure DP, the one statement that needs no choice of
+delta; the audits that cannot state it (their `pure_dp_refusal`) refuse it and say why."""
 
 
 def _threshold_selections() -> dict[str, tuple[str, ...]]:
@@ -46,7 +65,7 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
             `"family"` (`HeuristicFamilyAudit`), `"tradeoff"` (`TradeoffAudit`, Algorithm
             2 of Annamalai 2024; needs `accounting`).
         **kwargs: the audit's fields (`confidence`, `threshold_selection`, `seed`,
-            `min_count`; `num_thresholds`, ... for `"tradeoff"`).
+            `min_count`, `sides`; `num_thresholds`, ... for `"tradeoff"`).
 
     Raises:
         ValueError: unknown name (the message lists the valid ones) or bad field value.
@@ -65,31 +84,102 @@ def get_audit(name: str, **kwargs) -> AbstractAudit:
     return cls(**kwargs)
 
 
+def _score_array(name: str, value) -> np.ndarray:
+    """One world's scores as a 1-D float array, or an error naming the argument."""
+    if value is None or isinstance(value, str | bytes | Mapping | Scores):
+        raise TypeError(
+            f"{name} must be an array of scores (numpy, jax, a list), got {type(value).__name__}"
+        )
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be an array of scores: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold real numbers (bool, integer or float), got dtype {arr.dtype}"
+        )
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
+    if arr.size < 1:
+        raise ValueError(f"{name} must hold at least one score, got 0")
+    return arr.astype(np.float64, copy=False)
+
+
+def _as_scores(scores, out_scores, method) -> tuple[Scores, str]:
+    """`(Scores, method)` from `audit`'s positional arguments: `(Scores[, method])` or
+    `(in_scores, out_scores[, method])`; a string in the second place is the method."""
+    if isinstance(out_scores, str):
+        if method is not None:
+            raise TypeError(
+                f"method given twice: {out_scores!r} as the second argument and method={method!r}"
+            )
+        method, out_scores = out_scores, None
+    method = DEFAULT_METHOD if method is None else method
+    if out_scores is None:
+        if isinstance(scores, Scores):
+            return scores, method
+        hint = (
+            "; pass the two worlds as two arguments, audit(in_scores, out_scores)"
+            if isinstance(scores, tuple | list) and len(scores) == 2
+            else ""
+        )
+        raise TypeError(
+            "scores must be an advsim.Scores, or the canary-in scores with the canary-out "
+            f"scores as the second argument (out_scores), got {type(scores).__name__} alone" + hint
+        )
+    if isinstance(scores, Scores):
+        raise TypeError(
+            "scores is an advsim.Scores, which holds both worlds: give no out_scores (got "
+            f"{type(out_scores).__name__}); the method goes second, audit(scores, method)"
+        )
+    in_arr = _score_array("in_scores (the first argument)", scores)
+    out_arr = _score_array("out_scores (the second argument)", out_scores)
+    return Scores(in_arr, out_arr), method
+
+
 def audit(
-    scores: Scores,
-    method: str = "gdp",
+    scores: Scores | np.ndarray,
+    out_scores: np.ndarray | str | None = None,
+    /,
+    method: str | None = None,
     *,
-    delta: float,
+    delta: float = DEFAULT_DELTA,
     accounting: Accounting | None = None,
     confidence: float = 0.95,
     threshold_selection: str = "split",
+    sides: str = "two",
     seed: int = 0,
     min_count: int = 50,
     threshold: float | None = None,
     num_splits: int | None = None,
     selection_fraction: float | None = None,
 ) -> AuditResult:
-    """Audits `scores` with the named method; `get_audit(method, ...)(scores, ...)`.
+    """Audits two worlds' scores with the named method; `get_audit(method, ...)(scores, ...)`.
+
+    Two spellings: `audit(scores, method)` with an `advsim.Scores`, or
+    `audit(in_scores, out_scores, method)` with the two worlds as arrays (numpy, jax,
+    lists; 1-D, real numbers). A string in the second place is the method, as before;
+    `method=` may also be given by keyword. With no other argument,
+    `audit(in_scores, out_scores)` is assumption-free: method `"eps_delta"` at delta = 0.
 
     Args:
-        scores: both worlds' scores (higher means "canary in").
-        method: `"gdp"`, `"eps_delta"`, `"family"` or `"tradeoff"`; the result's
-            `guarantee` says what its `eps_lower` certifies and assumes (only
-            `"eps_delta"` and `"tradeoff"` assume nothing).
-        delta: the DP delta, in (0, 1).
+        scores: an `advsim.Scores` (both worlds; higher means "canary in"), or the
+            canary-in scores when `out_scores` is given.
+        out_scores: the canary-out scores (with array `scores`), or the method.
+        method: `"eps_delta"` (default: None means it), `"tradeoff"`, `"gdp"` or
+            `"family"`; the result's `guarantee` says what its `eps_lower` certifies and
+            assumes (only `"eps_delta"` and `"tradeoff"` assume nothing).
+        delta: the DP delta, in [0, 1). Default 0: pure DP, a statement that needs no
+            choice of delta, the one for which the default method's bound (the log of a
+            ratio of bounded rates) is exact. It is a lower bound on the eps of
+            (eps, 0)-DP, the largest eps of any delta: compare it with a claimed eps at
+            delta = 0 (infinite for Gaussian noise), and pass the claim's delta (e.g.
+            `delta=1e-5`) to test a claimed (eps, delta). `"gdp"`, `"family"` and
+            `"tradeoff"` refuse delta = 0 (a ValueError says why: their eps is infinite
+            there for every mechanism they model) and need a delta in (0, 1).
         accounting: the run's public parameters; required by `"family"` and
             `"tradeoff"`.
-        confidence: c in (0.5, 1).
+        confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
         threshold_selection: one of `THRESHOLD_SELECTIONS`: `"split"` (held out),
             `"same"` (optimistic), or one of jax_privacy's strategies
             (`audits._strategies`): `"explicit"` (at `threshold`, all runs counted),
@@ -99,6 +189,14 @@ def audit(
             held out); or `"projected_split"` (two thresholds chosen on a
             `selection_fraction` of the runs with counts projected to the rest, counted
             on the others with Bonferroni over the two: held out).
+        sides: `"two"` (default): both orders of the neighbouring pair, the larger of the
+            two (eps, delta) inequalities of the test; `"one"`: only
+            `P(score >= tau) <= e^eps Q(score >= tau) + delta` ("score high means canary
+            in"; jax_privacy's `one_sided=True`). Both bound FPR and FNR at level
+            (1 - c) / 2 each (the one inequality needs both rates too), with no split
+            between the two inequalities: they are read off the same jointly valid
+            bounds. `"gdp"` gives the same numbers under both (G_mu is symmetric);
+            `"family"` takes only `"two"`.
         seed: seed for the split (the first split's under `"multi_split"`).
         min_count: least counts at a threshold used by the point estimate.
         threshold: the test's threshold, required by and only by `"explicit"`.
@@ -107,24 +205,32 @@ def audit(
             `"projected_split"`, in (0, 1) (default 0.15); only with it.
 
     Returns:
-        An `AuditResult`.
+        An `AuditResult` (`extras["sides"]` records `sides`).
 
     Raises:
-        ValueError: unknown method or threshold_selection, bad delta/confidence, fewer
-            than 2 scores per world, `"family"` without accounting, a `threshold`
-            without `"explicit"` or `"explicit"` without one, another strategy's option.
+        TypeError: scores that are neither a `Scores` nor two arrays of real numbers (the
+            message names the argument), the method given twice.
+        ValueError: unknown method, threshold_selection or sides, bad delta/confidence, a
+            score array that is not 1-D or empty, fewer than 2 scores per world,
+            `"family"` without accounting, a `threshold` without `"explicit"` or
+            `"explicit"` without one, another strategy's option, delta = 0 or
+            `sides="one"` where the method refuses it.
         NonFiniteScoresError: some score is NaN or inf.
 
     Example:
         >>> import numpy as np
-        >>> from advsim import Scores
         >>> from advsim.audits import audit
         >>> rng = np.random.default_rng(0)
-        >>> s = Scores(rng.normal(1.0, 1.0, 10**4), rng.normal(0.0, 1.0, 10**4))
-        >>> r = audit(s, "gdp", delta=1e-5)
-        >>> (r.guarantee.assumption, r.rigorous, r.eps_lower > 0)
+        >>> x_in, x_out = rng.normal(1.0, 1.0, 10**4), rng.normal(0.0, 1.0, 10**4)
+        >>> r = audit(x_in, x_out)  # eps_delta at delta = 0: assumes nothing
+        >>> (r.method, r.delta, r.guarantee.assumption, r.rigorous, r.eps_lower > 0)
+        ('eps_delta', 0.0, 'none', True, True)
+        >>> from advsim import Scores
+        >>> g = audit(Scores(x_in, x_out), "gdp", delta=1e-5)
+        >>> (g.guarantee.assumption, g.rigorous, g.eps_lower > r.eps_lower)
         ('gaussian_tradeoff', False, True)
     """
+    scores, method = _as_scores(scores, out_scores, method)
     if threshold_selection not in THRESHOLD_SELECTIONS:
         raise ValueError(
             f"threshold_selection must be one of {tuple(THRESHOLD_SELECTIONS)}, got "
@@ -155,12 +261,20 @@ def audit(
         threshold_selection="split" if strategy else threshold_selection,
         seed=seed,
         min_count=min_count,
+        sides=sides,
     )
+    delta = check_audit_delta(auditor, delta)
     if strategy is None:
         return auditor(scores, delta=delta, accounting=accounting)
     if not isinstance(auditor, AbstractThresholdAudit):
         raise ValueError(
             f"threshold_selection={strategy!r} needs a one-threshold audit "
             f"('eps_delta', 'gdp', 'family'), got method={method!r}"
+        )
+    if strategy == "bonferroni" and delta == 0:
+        # audits._strategies.bonferroni_audit checks delta in (0, 1) itself.
+        raise ValueError(
+            "threshold_selection='bonferroni' does not take delta = 0 (pure DP) yet; pass a "
+            "delta in (0, 1), or another threshold_selection"
         )
     return strategy_audit(strategy, auditor, scores, delta=delta, accounting=accounting, **options)

@@ -20,11 +20,34 @@ off its two error rates. The engine does what they share:
    no maximum over thresholds, whose upward bias reached 10-50x the truth);
 4. for the audits whose `eps_lower` rests on an assumption about the trade-off curve,
    test it on the counting runs (`AssumptionCheck`) and warn when it is rejected.
+
+Sides (`sides`, every audit): (eps, delta)-DP constrains both orders of the neighbouring
+pair, so one threshold test gives two inequalities, with P the canary-in world, Q the
+canary-out world and S = {score >= tau}:
+`P(S) <= e^eps Q(S) + delta` (TPR against FPR: "score high means canary in") and
+`Q(S^c) <= e^eps P(S^c) + delta` (TNR against FNR: the pair in the other order).
+`sides="two"` (default) reads eps off both and keeps the larger; `sides="one"` reads only
+the first. Both need an upper bound on FPR *and* on FNR (the first inequality needs a lower
+bound on TPR = 1 - FNR), so both use the same two Clopper-Pearson bounds at level
+`(1 - confidence) / 2` each: the two inequalities are read off the same pair of bounds,
+which hold jointly with probability >= `confidence`, so taking the larger needs no further
+split of the level (no Bonferroni between the two), and `"one"` gets no larger level
+either. At one threshold `"one"` is never above `"two"`; it is the statement of
+jax_privacy's `epsilon_clopper_pearson(one_sided=True)` and of papers that report the
+TPR/FPR ratio only. Audits whose statement is a trade-off curve (`"gdp"`, `"family"`)
+read one constraint, FNR >= f(FPR), which is the same in both orders of the pair (the
+curve of the swapped pair is the inverse function): see each audit for what `sides` does
+there.
+
+Pure DP (`delta = 0`): an audit that can state it has `pure_dp_refusal = None`
+(`"eps_delta"`: its inequalities hold at delta = 0); the others say why they cannot
+(`check_audit_delta`).
 """
 
 from __future__ import annotations
 
 import abc
+import numbers
 import warnings
 from typing import Any, ClassVar
 
@@ -43,9 +66,18 @@ from ._threshold import (
     split_halves,
 )
 
-__all__ = ["AbstractAudit", "AbstractThresholdAudit", "AssumptionRejectedWarning"]
+__all__ = [
+    "SIDES",
+    "AbstractAudit",
+    "AbstractThresholdAudit",
+    "AssumptionRejectedWarning",
+    "check_audit_delta",
+]
 
 THRESHOLD_SELECTIONS = ("split", "same")
+SIDES = ("two", "one")
+"""The values of `sides`: `"two"` (both orders of the neighbouring pair, the larger eps)
+and `"one"` (only `P(S) <= e^eps Q(S) + delta`, "score high means canary in")."""
 
 
 class AssumptionRejectedWarning(UserWarning):
@@ -68,19 +100,27 @@ class AbstractAudit(eqx.Module):
         seed: seed of `np.random.default_rng` for the split of the runs.
         min_count: `eps_point` needs at least this many false positives and false
             negatives where it is read (a rate from fewer errors is no estimate).
+        sides: `"two"` (both orders of the neighbouring pair) or `"one"` (only
+            "score high means canary in"); see the module docstring for the levels.
         method: the audit's short name (`audit(scores, method)`).
         assumption: what `eps_lower` assumes, in words.
         threshold_selections: the `threshold_selection` values the audit accepts.
+        pure_dp_refusal: None when the audit states pure DP (it takes delta = 0), else
+            why it cannot (the message of its refusal).
+        one_sided_refusal: None when the audit takes `sides="one"`, else why not.
     """
 
     confidence: eqx.AbstractVar[float]
     threshold_selection: eqx.AbstractVar[str]
     seed: eqx.AbstractVar[int]
     min_count: eqx.AbstractVar[int]
+    sides: eqx.AbstractVar[str]
 
     method: eqx.AbstractClassVar[str]
     assumption: eqx.AbstractClassVar[str]
     threshold_selections: eqx.AbstractClassVar[tuple[str, ...]]
+    pure_dp_refusal: ClassVar[str | None] = None
+    one_sided_refusal: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def __call__(
@@ -90,7 +130,8 @@ class AbstractAudit(eqx.Module):
 
         Args:
             scores: the adversary's scores in both worlds (higher means "canary in").
-            delta: the DP delta, in (0, 1).
+            delta: the DP delta, in (0, 1); also 0 (pure DP) for an audit whose
+                `pure_dp_refusal` is None.
             accounting: the audited run's public parameters (needed by some methods).
 
         Returns:
@@ -120,6 +161,9 @@ class AbstractThresholdAudit(AbstractAudit):
     3. reads `eps_lower` from the bounded rates, and `eps_point` from the raw rates at the
        same threshold on the same runs (None, with the reason, when they are too few).
 
+    Under either `sides` the levels are those of step 2: `(1 - c) / 2` per rate (module
+    docstring).
+
     Attributes:
         confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
         threshold_selection: `"split"` (choose the threshold on one random half of each
@@ -128,12 +172,15 @@ class AbstractThresholdAudit(AbstractAudit):
         seed: seed of `np.random.default_rng` for the split.
         min_count: `eps_point` needs at least this many false positives and false
             negatives at the threshold (a rate from fewer errors is no estimate).
+        sides: `"two"` (default: both orders of the neighbouring pair) or `"one"` (only
+            "score high means canary in"), where the audit takes it.
     """
 
     confidence: float = eqx.field(default=0.95, static=True, kw_only=True)
     threshold_selection: str = eqx.field(default="split", static=True, kw_only=True)
     seed: int = eqx.field(default=0, static=True, kw_only=True)
     min_count: int = eqx.field(default=50, static=True, kw_only=True)
+    sides: str = eqx.field(default="two", static=True, kw_only=True)
 
     #: Key of `audits.ASSUMPTIONS`: what `eps_lower` needs.
     assumption_kind: eqx.AbstractClassVar[str]
@@ -188,6 +235,40 @@ def check_config(audit: AbstractThresholdAudit) -> None:
         )
     check_int("seed", audit.seed, minimum=0)
     check_int("min_count", audit.min_count, minimum=1)
+    check_sides(audit)
+
+
+def check_sides(audit: AbstractAudit) -> None:
+    """Refuses a `sides` that is not one of `SIDES`, and `"one"` where the audit has no
+    one-sided statement (its `one_sided_refusal` says why)."""
+    if audit.sides not in SIDES:
+        raise ValueError(f"sides must be one of {SIDES}, got {audit.sides!r}")
+    if audit.sides == "one" and audit.one_sided_refusal is not None:
+        raise ValueError(
+            f"sides='one' does not apply to the {audit.method!r} audit: {audit.one_sided_refusal}"
+        )
+
+
+def check_audit_delta(audit: AbstractAudit, delta) -> float:
+    """`delta` checked for `audit`: in [0, 1) where the audit states pure DP
+    (`pure_dp_refusal is None`), in (0, 1) elsewhere, where delta = 0 is refused with the
+    audit's reason. Returns it as a float.
+
+    Raises:
+        TypeError: `delta` is not a real number.
+        ValueError: out of range, NaN, or 0 for an audit that cannot state pure DP.
+    """
+    if audit.pure_dp_refusal is None:
+        return check_delta("delta", delta, allow_zero=True)
+    try:
+        return check_delta("delta", delta)
+    except ValueError:
+        if isinstance(delta, numbers.Real) and not isinstance(delta, bool) and delta == 0:
+            raise ValueError(
+                f"delta must be in (0, 1) for the {audit.method!r} audit, got 0: "
+                f"{audit.pure_dp_refusal}"
+            ) from None
+        raise
 
 
 def check_two_per_world(scores: Scores, needs: str) -> None:
@@ -201,7 +282,7 @@ def check_two_per_world(scores: Scores, needs: str) -> None:
 def _prepare(audit: AbstractAudit, scores: Scores, delta, accounting):
     if not isinstance(scores, Scores):
         raise TypeError(f"scores must be an advsim.Scores, got {type(scores).__name__}")
-    delta = check_delta("delta", delta)
+    delta = check_audit_delta(audit, delta)
     check_two_per_world(
         scores,
         "an audit needs at least 2 scores per world (one to choose the threshold, one to "
@@ -356,6 +437,7 @@ def run_threshold_audit(
     )
     extras = {
         "threshold_selection": audit.threshold_selection,
+        "sides": audit.sides,
         "seed": audit.seed if split else None,
         "n_candidates": int(cands.size),
         "n_in_total": int(cin.size),
@@ -380,6 +462,6 @@ def audit_at_threshold(
     fields = _bounded_rates(audit, cin, cout, float(threshold), delta, ctx)
     point = _point_at(audit, cin, cout, float(threshold), delta, ctx, fields["eps_lower"])
     check = audit._check_assumption(cin, cout, ctx)
-    extras = {"threshold_selection": "explicit"}
+    extras = {"threshold_selection": "explicit", "sides": audit.sides}
     multiplicity = "a threshold given by the caller, not known to be independent of the runs"
     return _result(audit, delta, fields, point, False, multiplicity, check, extras)

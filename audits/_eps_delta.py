@@ -30,7 +30,10 @@ def eps_delta_terms(fpr, fnr, delta: float, valid_tpr=True, valid_tnr=True) -> t
     $$e^\epsilon \ge \frac{1 - \mathrm{FNR} - \delta}{\mathrm{FPR}}, \qquad
       e^\epsilon \ge \frac{1 - \mathrm{FPR} - \delta}{\mathrm{FNR}}.$$
 
-    Both right-hand sides only shrink when FPR and FNR are replaced by upper bounds. The
+    The first is the pair in the order (canary in, canary out), the second in the other
+    order; `sides="one"` keeps only the first (mask the second with `valid_tnr=False`).
+    Both hold at delta = 0 (pure DP). Both right-hand sides only shrink when FPR and FNR
+    are replaced by upper bounds. The
     first is computed as `log((1 - fnr) - delta) - log(fpr)`, the same floating-point
     operations as `jax_privacy.auditing.CanaryScoreAuditor._epsilon_clopper_pearson_all_
     thresholds`, and the second with the rates swapped. A term whose numerator is <= 0
@@ -59,7 +62,15 @@ class EpsDeltaAudit(AbstractThresholdAudit):
     the hypothesis-testing reading of (eps, delta)-DP (Kairouz, Oh & Viswanath 2015;
     used for auditing by Jagielski et al. 2020 and Nasr et al. 2021/2023,
     arXiv:2302.07956, Section 2). It is the same bound as jax_privacy's
-    `CanaryScoreAuditor.epsilon_clopper_pearson(one_sided=False)` at a fixed threshold.
+    `CanaryScoreAuditor.epsilon_clopper_pearson(one_sided=False)` at a fixed threshold;
+    with `sides="one"` only the first log ratio is kept (TPR against FPR: "score high
+    means canary in"), jax_privacy's `one_sided=True`. Either way both rates are bounded
+    at level (1 - c) / 2 each (the first ratio needs both), and no further split is made
+    between the two ratios: they are read off the same jointly valid bounds.
+
+    Pure DP: the inequalities hold at delta = 0, so `delta=0` gives a lower bound on the
+    eps of (eps, 0)-DP (the log of a ratio of rates), the largest of all deltas; compare
+    it with a claimed eps at delta = 0, not with one at delta > 0.
 
     Assumes nothing about the mechanism beyond (eps, delta)-DP: under `"split"`,
     `eps_lower` is a rigorous lower bound with probability >= `confidence`. It needs many
@@ -69,6 +80,8 @@ class EpsDeltaAudit(AbstractThresholdAudit):
         confidence, threshold_selection, seed, min_count: those of every threshold audit
             (`AbstractThresholdAudit`); `"split"` makes `eps_lower` rigorous, `"same"`
             optimistic.
+        sides: `"two"` (default: the larger of the two log ratios) or `"one"` (the first
+            only).
 
     Example:
         >>> import numpy as np
@@ -89,12 +102,16 @@ class EpsDeltaAudit(AbstractThresholdAudit):
         return None
 
     def _select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
-        return int(np.argmax(np.maximum(*eps_delta_terms(fpr_ub, fnr_ub, delta))))
+        terms = eps_delta_terms(fpr_ub, fnr_ub, delta, valid_tnr=self.sides == "two")
+        return int(np.argmax(np.maximum(*terms)))
 
     def _bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
-        eps_tpr, eps_tnr = (float(t) for t in eps_delta_terms(fpr_ub, fnr_ub, delta))
+        two = self.sides == "two"
+        terms = eps_delta_terms(fpr_ub, fnr_ub, delta, valid_tnr=two)
+        eps_tpr, eps_tnr = (float(t) for t in terms)
         eps = max(0.0, eps_tpr, eps_tnr)
-        return eps, {"eps_tpr_fpr": eps_tpr, "eps_tnr_fnr": eps_tnr}
+        # With sides="one" the second ratio is not read: None, not a number.
+        return eps, {"eps_tpr_fpr": eps_tpr, "eps_tnr_fnr": eps_tnr if two else None}
 
     def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         eps_tpr, eps_tnr = eps_delta_terms(
@@ -102,7 +119,7 @@ class EpsDeltaAudit(AbstractThresholdAudit):
             fn / n_in,
             delta,
             valid_tpr=fp >= self.min_count,
-            valid_tnr=fn >= self.min_count,
+            valid_tnr=(fn >= self.min_count) & (self.sides == "two"),
         )
         both = np.maximum(eps_tpr, eps_tnr)
         best = int(np.argmax(both))

@@ -158,9 +158,18 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
     `AssumptionRejectedWarning` on rejection); a non-rejection does not make
     `eps_lower` assumption-free.
 
+    `sides`: only `"two"`. The test's constraint $\mathrm{FNR} \ge f_\sigma(\mathrm{FPR})$
+    is the same in both orders of the pair (the swapped pair's curve is the inverse), and
+    the eps reported, `heuristic_epsilon`, is the larger over both orders; the family has
+    no one-order eps here, so `sides="one"` is refused. Pure DP is refused too (`delta=0`
+    raises a ValueError): every member of the family has Gaussian noise and is (eps, 0)-DP
+    for no finite eps, so any `sigma_upper < inf` would give `eps_lower = inf` from the
+    assumption, not from the runs; use `"eps_delta"` for a pure-DP bound.
+
     Attributes:
         confidence, threshold_selection, seed, min_count: those of every threshold audit
             (`AbstractThresholdAudit`).
+        sides: `"two"` only (see above).
         assumption_level: level of the held-out test of the family assumption (default
             0.05: a true assumption is rejected with probability at most 5%).
 
@@ -182,6 +191,16 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
     assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
 
     method: ClassVar[str] = "family"
+    pure_dp_refusal: ClassVar[str | None] = (
+        "every member of the heuristic's family has Gaussian noise and is (eps, 0)-DP for no "
+        "finite eps, so any sigma_upper < inf would give eps_lower = inf, a statement of the "
+        "family assumption rather than of the runs; pass a delta > 0 (e.g. delta=1e-5), or "
+        "method='eps_delta' for a pure-DP bound"
+    )
+    one_sided_refusal: ClassVar[str | None] = (
+        "its eps is the heuristic's over both orders of the neighbouring pair (the family has "
+        "no one-order eps here); use sides='two', or method='eps_delta' for a one-sided bound"
+    )
     assumption_kind: ClassVar[str] = "heuristic_family"
     assumption: ClassVar[str] = (
         "the run's privacy is exactly that of the last-iterate heuristic family "

@@ -64,9 +64,19 @@ class GaussianDPAudit(AbstractThresholdAudit):
     `jax_privacy`'s `epsilon_from_gdp`, which takes $|\mu|$). Negate scores that are
     lower for "canary in" before auditing.
 
+    `sides` changes nothing here: $G_\mu$ is symmetric (its inverse is itself), so the
+    pair in either order gives the same constraint and the same `mu_lower`, and the eps of
+    $G_\mu$ at delta is that of both orders; `"one"` and `"two"` give the same numbers.
+
+    Pure DP is refused (`delta=0` raises a ValueError): $G_\mu$ with $\mu > 0$ is
+    (eps, 0)-DP for no finite eps, so at delta = 0 every `mu_lower > 0` would give
+    `eps_lower = inf` whatever the runs show; the statement would come from the
+    assumption, not the runs. `mu_lower` needs no delta; for a pure-DP bound use
+    `"eps_delta"`.
+
     Attributes:
-        confidence, threshold_selection, seed, min_count: those of every threshold audit
-            (`AbstractThresholdAudit`).
+        confidence, threshold_selection, seed, min_count, sides: those of every threshold
+            audit (`AbstractThresholdAudit`).
         assumption_level: level of the held-out test of the Gaussian assumption (default
             0.05: a true assumption is rejected with probability at most 5%).
 
@@ -84,6 +94,11 @@ class GaussianDPAudit(AbstractThresholdAudit):
     assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
 
     method: ClassVar[str] = "gdp"
+    pure_dp_refusal: ClassVar[str | None] = (
+        "G_mu with mu > 0 is (eps, 0)-DP for no finite eps, so every mu_lower > 0 would "
+        "give eps_lower = inf, a statement of the Gaussian assumption rather than of the "
+        "runs; pass a delta > 0 (e.g. delta=1e-5), or method='eps_delta' for a pure-DP bound"
+    )
     assumption_kind: ClassVar[str] = "gaussian_tradeoff"
     assumption: ClassVar[str] = (
         "mu_lower bounds the GDP parameter; eps_lower = gdp_epsilon(delta, mu_lower) "

@@ -62,9 +62,11 @@ class AuditResult:
             82, median 12.9x); GDP on that linear process, whose assumption fails,
             0.17 at 2000 runs and 0.51 at 5 x 10^5 (an estimate of nothing there).
         eps_lower_note, eps_point_note: why the epsilon is None (else None).
-        delta: the DP delta both epsilons are stated at.
+        delta: the DP delta both epsilons are stated at (0: pure DP, where the method
+            states it: `"eps_delta"`).
         confidence: c; each of FPR and FNR got a one-sided Clopper-Pearson upper bound at
-            level (1 - c)/2, so both hold together with probability >= c.
+            level (1 - c)/2, so both hold together with probability >= c (under either
+            `extras["sides"]`: the one-sided statement needs both rates as well).
         guarantee: what `eps_lower` certifies (`audits.Guarantee`): the kind of statement,
             the assumption it needs, whether the threshold was held out.
         threshold: the chosen threshold tau.
@@ -73,7 +75,9 @@ class AuditResult:
         n_in, n_out: numbers of runs the rates were counted on (the held-out half of each
             world under `"split"`, all runs under `"same"`).
         extras: method-specific values (e.g. `mu_lower`, `sigma_upper`, the point
-            estimate's threshold and parameter, the assumption in words).
+            estimate's threshold and parameter, the assumption in words), and `sides`
+            ("two": both orders of the neighbouring pair; "one": only "score high means
+            canary in").
         assumption_check: for audits whose `eps_lower` rests on an assumption about the
             trade-off curve (GDP, family), the test of that assumption on the held-out
             runs (`audits.AssumptionCheck`), else None. A rejection is also warned about

@@ -68,7 +68,7 @@ from advsim import Accounting, Scores
 from advsim.bounds import TRADEOFF_VDI, composition_epsilon_from_pld, composition_tradeoff_curve
 from advsim.validation import check_in_interval, check_int, check_positive
 
-from ._base import AbstractAudit, _prepare
+from ._base import AbstractAudit, _prepare, check_sides
 from ._eps_delta import eps_delta_terms
 from ._guarantee import Guarantee
 from ._result import AuditResult
@@ -220,6 +220,13 @@ class TradeoffAudit(AbstractAudit):
             threshold with at least one of each, as the paper).
         eps_grid: the grid of epsilons (default `PAPER_EPS_GRID`), increasing.
         value_discretization_interval: PLD grid spacing of the composition curves.
+        sides: `"two"` (default) or `"one"`: which (eps, delta) inequalities `eps_lower`
+            reads (`EpsDeltaAudit`'s; both rates bounded at the same levels either way).
+            The composition index is unchanged.
+
+    Pure DP is refused (`delta=0` raises a ValueError): composition's curves are indexed
+    by their eps at delta, which is infinite at delta = 0 for every noise multiplier
+    (Gaussian noise); `"eps_delta"` gives the pure-DP bound.
 
     Example:
         >>> import numpy as np
@@ -240,8 +247,14 @@ class TradeoffAudit(AbstractAudit):
     min_count: int = eqx.field(static=True, default=50)
     eps_grid: tuple = eqx.field(static=True, default=PAPER_EPS_GRID)
     value_discretization_interval: float = eqx.field(static=True, default=TRADEOFF_VDI)
+    sides: str = eqx.field(static=True, default="two")
 
     method: ClassVar[str] = "tradeoff"
+    pure_dp_refusal: ClassVar[str | None] = (
+        "composition's trade-off curves are indexed by their eps at delta, which is infinite "
+        "at delta = 0 for every noise multiplier (Gaussian noise); pass a delta > 0 (e.g. "
+        "delta=1e-5), or method='eps_delta' for a pure-DP bound"
+    )
     threshold_selections: ClassVar[tuple[str, ...]] = ("split",)
     assumption: ClassVar[str] = (
         "none for eps_lower (the composition curve of the run's q and T is only the yardstick "
@@ -258,6 +271,7 @@ class TradeoffAudit(AbstractAudit):
         check_int("num_thresholds", self.num_thresholds, minimum=1)
         check_int("seed", self.seed, minimum=0)
         check_int("min_count", self.min_count, minimum=1)
+        check_sides(self)
         check_positive("value_discretization_interval", self.value_discretization_interval)
         grid = np.asarray(self.eps_grid, np.float64)
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
@@ -288,7 +302,8 @@ class TradeoffAudit(AbstractAudit):
         margin = search.curve(sigma_rank)(alpha_sel) - beta_sel
         m = min(self.num_thresholds, cands.size)
         by_margin = np.argsort(-margin, kind="stable")[:m]
-        by_eps = int(np.argmax(np.maximum(*eps_delta_terms(alpha_sel, beta_sel, delta))))
+        terms = eps_delta_terms(alpha_sel, beta_sel, delta, valid_tnr=self.sides == "two")
+        by_eps = int(np.argmax(np.maximum(*terms)))
         return cands, np.unique(cands[np.append(by_margin, by_eps)])
 
     def __call__(
@@ -298,7 +313,8 @@ class TradeoffAudit(AbstractAudit):
 
         Args:
             scores: both worlds' scores.
-            delta: the delta of the grid's epsilons, in (0, 1).
+            delta: the delta of the grid's epsilons, in (0, 1) (0 is refused: see the
+                class docstring).
             accounting: the run's q, T and canary steps (its sigma starts the search).
 
         Returns:
@@ -329,7 +345,7 @@ class TradeoffAudit(AbstractAudit):
         fp_h, fn_h = counts_at(c_in, c_out, witnesses)
         alpha_up = clopper_pearson_upper(fp_h, c_out.size, a / m)
         beta_up = clopper_pearson_upper(fn_h, c_in.size, a / m)
-        eps_tpr, eps_tnr = eps_delta_terms(alpha_up, beta_up, delta)
+        eps_tpr, eps_tnr = eps_delta_terms(alpha_up, beta_up, delta, valid_tnr=self.sides == "two")
         eps_each = np.maximum(np.maximum(eps_tpr, eps_tnr), 0.0)
         best = int(np.argmax(eps_each))
         eps_lower = float(eps_each[best])
@@ -370,6 +386,7 @@ class TradeoffAudit(AbstractAudit):
             "eps_grid": [float(grid[0]), float(grid[-1]), int(grid.size)],
             "value_discretization_interval": float(self.value_discretization_interval),
             "threshold_selection": "split",
+            "sides": self.sides,
             "seed": int(self.seed),
             "n_in_total": int(cin.size),
             "n_out_total": int(cout.size),

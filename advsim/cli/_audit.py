@@ -39,7 +39,9 @@ from advsim.cli._common import (
 from advsim.cli._names import (
     AUDIT_ASSUMPTIONS,
     AUDIT_METHODS,
+    AUDIT_OPTION_KEYS,
     MECHANISM_ALIASES,
+    SIDES,
     STRATEGY_KEYS,
     THRESHOLD_SELECTIONS,
     builtin_config,
@@ -127,6 +129,46 @@ def _strategy_settings(args) -> dict:
             "--threshold explicit needs --audit-threshold, a threshold fixed without these scores"
         )
     return given
+
+
+def _method(args) -> str:
+    """The audit method: `--method`, else the mechanism's default
+    (`advsim.experiment.default_audit_method`: "family" for the heuristic's family, where
+    its assumption is exact, else the assumption-free "eps_delta")."""
+    if args.method is not None:
+        return args.method
+    from advsim.experiment import default_audit_method
+
+    return default_audit_method(_mechanism_plugin(args.mechanism).factory)
+
+
+def _check_audit_settings(args) -> None:
+    """Refuses audit options the method does not take (`--sides one` with the family
+    audit), naming the flags, before anything runs."""
+    from advsim.sweep._config import check_audit_options
+
+    method = _method(args)
+    settings = {
+        "method": method,
+        "confidence": args.confidence,
+        "threshold_selection": args.threshold,
+        **_audit_settings(args),
+    }
+    try:
+        check_audit_options(settings)
+    except (TypeError, ValueError) as err:
+        how = "" if args.method is not None else f" (the default for --mechanism {args.mechanism})"
+        raise UsageError(f"--method {method}{how}: {_in_flags(_one_line(err))}") from None
+
+
+def _audit_settings(args) -> dict:
+    """The audit's options beyond the strategy's as sweep settings: `sides` and
+    `min_count` always (the sweep drops them at their defaults, so the cells are those of a
+    config without them), `audit_seed` only when given."""
+    out = {"sides": args.sides, "min_count": args.min_count}
+    if args.audit_seed is not None:
+        out["audit_seed"] = args.audit_seed
+    return out
 
 
 def _check_adversary(name: str) -> None:
@@ -259,6 +301,7 @@ def _check_audit_args(args) -> float | None:
         _check("--data-scale", check_positive, args.data_scale)
     _mechanism_plugin(args.mechanism)
     _strategy_settings(args)
+    _check_audit_settings(args)
     twice = sorted({t for t in args.steps if args.steps.count(t) > 1})
     if twice:
         raise UsageError(f"--steps lists T={twice[0]} twice; give each T once (one row each)")
@@ -280,11 +323,16 @@ def _config(args, target: float | None):
         seed=args.seed,
         trials=args.trials,
         delta=args.delta,
-        method=args.method,
         confidence=args.confidence,
         threshold_selection=args.threshold,
         **_strategy_settings(args),
+        **_audit_settings(args),
     )
+    # Without --method, the sweep's default for the mechanism: "family" for the linear
+    # process (the built-in config's, the same cells), "eps_delta" for every other one.
+    data["sweep"].pop("method", None)
+    if args.method is not None:
+        data["sweep"]["method"] = args.method
     if args.chunk_size is not None:
         data["sweep"]["chunk_size"] = args.chunk_size
     sigma = {"noise_multiplier": args.noise_multiplier} if target is None else {}
@@ -314,7 +362,15 @@ _KEY_FLAGS = {
     "threshold_selection": "--threshold",
     **{
         key: _flag(key)
-        for key in ("noise_multiplier", "target_epsilon", "sampling_prob", "delta", "trials")
+        for key in (
+            "noise_multiplier",
+            "target_epsilon",
+            "sampling_prob",
+            "delta",
+            "trials",
+            "method",
+            *AUDIT_OPTION_KEYS,
+        )
     },
 }
 
@@ -335,6 +391,7 @@ def _cmd_audit(args) -> int:
     target = _check_audit_args(args)
     _check_adversary(args.adversary)
     config = _config(args, target)
+    method = _method(args)
     out = (
         Path(args.out)
         if args.out
@@ -354,7 +411,7 @@ def _cmd_audit(args) -> int:
     )
     print(
         f"advsim audit: {args.mechanism}, q={args.sampling_prob:g}, {sigma_text} at "
-        f"delta={args.delta:g}, {args.trials:,} runs per world, {args.method} audit; "
+        f"delta={args.delta:g}, {args.trials:,} runs per world, {method} audit; "
         f"results go to {out}",
         flush=True,
     )
@@ -381,8 +438,7 @@ def _cmd_audit(args) -> int:
     for line in _format_notes(rows, exact):
         print(line)
     title = (
-        f"{args.mechanism}, q={args.sampling_prob:g}, {args.method} audit, "
-        f"{args.trials:g} runs/world"
+        f"{args.mechanism}, q={args.sampling_prob:g}, {method} audit, {args.trials:g} runs/world"
     )
     tic = time.perf_counter()
     paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
@@ -440,7 +496,8 @@ _AUDIT_EXAMPLES = """\
 examples:
   advsim audit                                  # the built-in experiment (a few minutes)
   advsim audit --steps 10 100 --trials 1e5 --noise-multiplier 1 --sampling-prob 0.1
-  advsim audit --mechanism linear-data --dim 20 --method eps_delta --out results/run1
+  advsim audit --mechanism linear-data --dim 20 --out results/run1   # eps_delta: the default
+  advsim audit --method eps_delta --sides one --threshold bonferroni --min-count 20
   advsim audit --out results/run2 --resume      # continue a killed run (same options)
 """
 
@@ -498,19 +555,28 @@ _AUDIT_HELP = {
     "--adversary": "projection, llr, or any adversary class path module:Class that takes no "
     "arguments",
     "--method": "the audit; what its eps_lower assumes: "
-    + "; ".join(f"{name}: {AUDIT_ASSUMPTIONS[name]}" for name in AUDIT_METHODS),
+    + "; ".join(f"{name}: {AUDIT_ASSUMPTIONS[name]}" for name in AUDIT_METHODS)
+    + " (default: family for a mechanism in the heuristic's family, linear, where its "
+    "assumption is exact; eps_delta, assumption-free, for every other mechanism)",
     "--steps": "numbers of steps, one row each (default: " + " ".join(map(str, _STEPS)) + ")",
     "--sampling-prob": "Poisson sampling probability q in (0, 1]",
     "--noise-multiplier": "sigma (default: calibrated to --target-epsilon for each T)",
     "--target-epsilon": "calibrate sigma so that composition gives this eps at --delta "
     f"(default: {AUDIT_CONFIG['mechanism']['target_epsilon']:g}, unless --noise-multiplier "
     "is given)",
-    "--delta": "delta of every epsilon",
+    "--delta": "delta of every epsilon, in (0, 1) (the bounds beside the audit are infinite "
+    "at delta = 0)",
     "--trials": "simulated runs per world (1e5 is accepted)",
     "--seed": "key of the simulation (and of the dataset, for linear-data)",
     "--confidence": "of the Clopper-Pearson intervals behind eps_lower, in (0.5, 1)",
     "--threshold": _threshold_help(),
     **{_flag(key): text for key, (_, _, text) in _STRATEGY_FLAGS.items()},
+    "--sides": "two: both orders of the neighbouring pair, the larger of the test's two "
+    "(eps, delta) inequalities; one: only 'score high means canary in' (jax_privacy's "
+    "one_sided). Both bound FPR and FNR at level (1 - confidence) / 2 each; family takes "
+    "only two, gdp gives the same number under both",
+    "--min-count": "least false positives and false negatives at the threshold for eps_point",
+    "--audit-seed": "seed of the audit's split of the runs (default: --seed)",
     "--clip-norm": "clipping norm C of the per-example gradients",
     "--dim": "linear-data only: model dimension (default: 10)",
     "--num-examples": "linear-data only: examples besides the canary (default: 100)",
@@ -529,7 +595,7 @@ def _audit_options() -> list[tuple[str, dict]]:
     spec = [  # flag, type or choices, default, metavar
         ("--mechanism", str, mech["name"], "NAME"),
         ("--adversary", str, AUDIT_CONFIG["adversary"]["name"], "NAME"),
-        ("--method", list(AUDIT_METHODS), sweep["method"], None),
+        ("--method", list(AUDIT_METHODS), None, None),
         ("--steps", count, _STEPS, "T"),
         ("--sampling-prob", real, mech["sampling_prob"], "q"),
         ("--noise-multiplier", real, None, "SIGMA"),
@@ -543,6 +609,9 @@ def _audit_options() -> list[tuple[str, dict]]:
             (_flag(key), _STRATEGY_FLAGS[key][0], None, _STRATEGY_FLAGS[key][1])
             for key in STRATEGY_KEYS
         ),
+        ("--sides", list(SIDES), AUDIT_OPTION_KEYS["sides"], None),
+        ("--min-count", count, AUDIT_OPTION_KEYS["min_count"], "N"),
+        ("--audit-seed", _seed, None, "S"),
         ("--clip-norm", real, mech["clip_norm"], "C"),
         ("--dim", count, None, "D"),
         ("--num-examples", count, None, "N"),
@@ -574,7 +643,10 @@ def add_audit_command(sub) -> None:
             "mechanism has the capability: a scalar model), the heuristic and composition "
             "bounds, and what eps_lower certifies; then where the "
             "time went. With no options: the linear 1-D process, q=0.01, sigma calibrated to "
-            "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing."
+            "composition eps=8 at delta=1e-5 for each T, 1e6 runs per world, family auditing "
+            "(the linear process is the heuristic family's own case, where that audit's "
+            "assumption is exact; any other --mechanism is audited with the assumption-free "
+            "eps_delta unless --method says otherwise)."
         ),
         epilog=_AUDIT_EXAMPLES,
     )

@@ -2,9 +2,10 @@
 `advsim --help` and `advsim COMMAND --help` start at once.
 
 The audit methods and their assumptions (`advsim.audits.AUDITS`), the threshold
-selections and the options each takes (`advsim.audits.THRESHOLD_SELECTIONS`), the sweep's
-mechanism aliases (`advsim.sweep.MECHANISM_ALIASES`) and the options' sweep keys
-(`STRATEGY_KEYS` of `advsim.sweep._config`) are defined beside code that imports jax;
+selections and the options each takes (`advsim.audits.THRESHOLD_SELECTIONS`), the values
+of `sides` (`SIDES` of `advsim.audits._base`), the sweep's mechanism aliases
+(`advsim.sweep.MECHANISM_ALIASES`) and the options' sweep keys (`STRATEGY_KEYS` and
+`AUDIT_OPTION_KEYS` of `advsim.sweep._config`) are defined beside code that imports jax;
 the parser needs only their names and words. They are written out here, and
 tests/advsim/test_cli_startup.py checks that each equals its source: a new audit,
 strategy or alias fails that test until it is named here too. The built-in audit config
@@ -20,7 +21,9 @@ from importlib import resources
 __all__ = [
     "AUDIT_ASSUMPTIONS",
     "AUDIT_METHODS",
+    "AUDIT_OPTION_KEYS",
     "MECHANISM_ALIASES",
+    "SIDES",
     "STRATEGY_KEYS",
     "THRESHOLD_SELECTIONS",
     "builtin_config",
@@ -60,6 +63,14 @@ STRATEGY_KEYS: dict[str, str] = {
     for options in THRESHOLD_SELECTIONS.values()
     for option in options
 }
+
+#: `SIDES` of `advsim.audits._base`: both orders of the neighbouring pair, or only "score high means
+#: canary in".
+SIDES: tuple[str, ...] = ("two", "one")
+
+#: `AUDIT_OPTION_KEYS` of `advsim.sweep._config`: the audit's options beyond the strategy's,
+#: by sweep key, with their defaults (None: the cell's seed).
+AUDIT_OPTION_KEYS: dict[str, object] = {"sides": "two", "min_count": 50, "audit_seed": None}
 
 #: The names of `advsim.sweep.MECHANISM_ALIASES`, in order.
 MECHANISM_ALIASES: tuple[str, ...] = ("linear", "linear-data", "landscape", "gradient-canary")

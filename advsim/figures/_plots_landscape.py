@@ -169,7 +169,8 @@ def compute_threshold_search(fig, rows):
             alpha_star = float(scipy.stats.norm.sf(0.5 / sigma))  # h* = C/2
             grid = sorted(set(p["alphas"]) | {alpha_star})
             res = run_threshold_search(ThresholdSearch(grid), ThresholdLandscape(2, sigma, b),
-                                       trials, jax.random.key(p["seed"]), delta=delta)
+                                       trials, jax.random.key(p["seed"]), delta=delta,
+                                       method="gdp")  # the paper's audit, labelled
             hs = res.threshold
             exact_gdp = two_step_gdp_curve(hs, sigma, b, delta=delta, min_rate=1e-9)["eps"]
             exact = [two_step_epsilon(delta, sigma, b, threshold=h, points=20_001) for h in hs]

@@ -4,6 +4,14 @@
 adversary the config names (`advsim.sweep._classes`: class paths and aliases), and builds
 every cell's mechanism once, so a bad parameter anywhere in the grid fails before the
 sweep starts, naming the cell.
+
+The audit's settings: `method` (default: "family" for a mechanism in the heuristic's
+family, where that audit's assumption is exact, else the assumption-free "eps_delta":
+`advsim.experiment.default_audit_method`), `delta`, `confidence`, `threshold_selection`
+and its options (`STRATEGY_KEYS`), and the optional `sides`, `min_count` and
+`audit_seed` (`AUDIT_OPTION_KEYS`), which enter a cell's parameters, and so its id, only
+where they are set to something other than their default: a config written before them
+keeps its cells.
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ from advsim._validation import (
     check_int,
     check_positive,
 )
-from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
-from advsim.experiment import EXACT_REFINEMENTS
+from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, get_audit
+from advsim.audits._base import SIDES
+from advsim.experiment import EXACT_REFINEMENTS, default_audit_method
 from advsim.sweep._checks import CellError, check_cell
 from advsim.sweep._classes import Plugin, resolve
 
@@ -62,7 +71,7 @@ _MODES = ("audit", "bounds")
 _TABLES = ("sweep", "mechanism", "adversary", "grid", "cases")
 _AUDIT_DEFAULTS = {
     "trials": 100_000,
-    "method": "family",
+    "method": "eps_delta",  # "family" for the heuristic's family: `_defaults`
     "confidence": 0.95,
     "threshold_selection": "split",
 }
@@ -75,11 +84,19 @@ STRATEGY_KEYS = {
     for options in THRESHOLD_SELECTIONS.values()
     for option in options
 }
+#: The audit's options beyond the strategy's, by sweep key, with the value a cell has when
+#: the config does not set them: `sides` ("two": both orders of the neighbouring pair;
+#: "one": only "score high means canary in"), `min_count` (the point estimate's least
+#: count) and `audit_seed` (the seed of the audit's split of the runs; None: the cell's
+#: seed). Unlike `_AUDIT_DEFAULTS`, they are not filled into the cells, and a fixed value
+#: equal to the default is dropped: they enter a cell's parameters (and its id) only when
+#: set otherwise, so the cells of a config written before them keep their ids.
+AUDIT_OPTION_KEYS = {"sides": "two", "min_count": 50, "audit_seed": None}
 _COMMON_DEFAULTS = {"delta": 1e-5}
 #: Bounds mode only: the PLD grid spacing of the composition bound (default: the
 #: library's, 1e-4). 1e-3 is ten times faster and moves epsilon by about 1e-3 at T = 1000.
 _BOUNDS_SETTINGS = ("composition_discretization",)
-_AUDIT_SETTINGS = (*_AUDIT_DEFAULTS, *STRATEGY_KEYS, "replicate")
+_AUDIT_SETTINGS = (*_AUDIT_DEFAULTS, *STRATEGY_KEYS, *AUDIT_OPTION_KEYS, "replicate")
 _SETTINGS = (*_COMMON_DEFAULTS, *_AUDIT_SETTINGS, *_BOUNDS_SETTINGS)
 _SWEEP_KEYS = (
     "mode",
@@ -92,6 +109,7 @@ _SWEEP_KEYS = (
     *_COMMON_DEFAULTS,
     *_AUDIT_DEFAULTS,
     *STRATEGY_KEYS,
+    *AUDIT_OPTION_KEYS,
     *_BOUNDS_SETTINGS,
 )
 _SCALARS = (bool, int, float, str)
@@ -106,8 +124,14 @@ def _check_setting(key: str, value, where: str):
             check_trials(key, value)
         elif key == "replicate":
             check_int(key, value, minimum=0)
-        elif key == "num_splits":
+        elif key in ("num_splits", "min_count"):
             check_int(key, value, minimum=1)
+        elif key == "audit_seed":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"audit_seed must be an integer in [0, 2^64 - 1], got {value!r}")
+            check_seed(key, value)
+        elif key == "sides" and value not in SIDES:
+            raise ValueError(f"sides must be one of {list(SIDES)}, got {value!r}")
         elif key == "confidence":
             check_in_interval(key, value, 0.5, 1.0)
         elif key == "selection_fraction":
@@ -132,6 +156,21 @@ def _check_setting(key: str, value, where: str):
 def strategy_options(params: Mapping) -> dict:
     """A cell's options of its threshold strategy, as `advsim.audits.audit` names them."""
     return {option: params[key] for key, option in STRATEGY_KEYS.items() if key in params}
+
+
+def audit_options(params: Mapping) -> dict:
+    """A cell's `AUDIT_OPTION_KEYS`, each at its default where the cell does not set it, as
+    `advsim.experiment.run_audit` names them."""
+    return {key: params.get(key, default) for key, default in AUDIT_OPTION_KEYS.items()}
+
+
+def _unset_defaults(params: Mapping) -> dict:
+    """`params` without the `AUDIT_OPTION_KEYS` at their defaults (the same cell as unset)."""
+    return {
+        k: v
+        for k, v in params.items()
+        if not (k in AUDIT_OPTION_KEYS and canon(_by_value(v)) == canon(AUDIT_OPTION_KEYS[k]))
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -393,6 +432,7 @@ def parse_config(data: Mapping) -> SweepConfig:
         raise ValueError(f"cases must be an array of tables ([[cases]]), got {cases_raw!r}")
     cases = tuple(_parse_grid(c, f"cases[{i}]", keys, fixed) for i, c in enumerate(cases_raw))
     swept = set(grid).union(*cases) if cases else set(grid)
+    fixed = _unset_defaults(fixed)  # `sides = "two"` is the config that does not set it
     for key, value in _defaults(mode, plugin).items():
         if key not in fixed and key not in swept:
             fixed[key] = value
@@ -544,15 +584,16 @@ def _parse_grid(table, where: str, keys: _Keys, fixed: Mapping) -> dict:
 
 
 def _defaults(mode: str, plugin: Plugin) -> dict:
-    """The settings a cell gets unless the config gives them. The audit method is "family"
-    for a mechanism in the heuristic's family (`AbstractMechanism.in_heuristic_family`),
-    whose assumption a counterexample denies: elsewhere the default assumes nothing
-    ("eps_delta"). A classmethod factory (`LinearProcess.with_data`) is not the class."""
+    """The settings a cell gets unless the config gives them. The audit method is
+    `advsim.experiment.default_audit_method`: "family" for a mechanism in the heuristic's
+    family (`AbstractMechanism.in_heuristic_family`: the linear process, the family's own
+    tight case, where that audit's assumption is exact), the assumption-free "eps_delta"
+    for every other one (a classmethod factory such as `LinearProcess.with_data`
+    included: it is not the class)."""
     defaults = dict(_COMMON_DEFAULTS)
     if mode == "audit":
         defaults |= _AUDIT_DEFAULTS
-        if getattr(plugin.factory, "in_heuristic_family", False) is not True:
-            defaults["method"] = "eps_delta"
+        defaults["method"] = default_audit_method(plugin.factory)
     return defaults
 
 
@@ -568,7 +609,7 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     swept = config.swept
     ids = {}
     for cell in cells:
-        same = canon(_by_value(cell.params))
+        same = canon(_by_value(_unset_defaults(cell.params)))
         if same in ids:
             raise ValueError(
                 f"cells {ids[same]} and {cell.index} are the same cell "
@@ -591,6 +632,7 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
             )
         if config.mode == "audit":
             _check_strategy_options(cell.params, swept)
+            _check_audit_options(cell.params, swept)
         try:
             mechanism = build_mechanism(config, cell.params, noise_multiplier=1.0)
             where = f"cell {describe(cell.params, swept)}"
@@ -619,6 +661,35 @@ def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:
                 f"{' or '.join(map(repr, takers))} only, not {selection!r} (give it in the "
                 "[[cases]] of that strategy)"
             )
+
+
+def check_audit_options(params: Mapping) -> None:
+    """Raises the error the audit would raise for a cell's settings (`method`,
+    `confidence`, `threshold_selection` and the `AUDIT_OPTION_KEYS`; e.g. `sides = "one"`
+    with the family audit, whose eps covers both orders of the pair), by building it once.
+
+    Raises:
+        ValueError, TypeError: the audit's own message.
+    """
+    method = params["method"]
+    selection = params.get("threshold_selection", _AUDIT_DEFAULTS["threshold_selection"])
+    own = AUDITS[method].threshold_selections
+    options = audit_options(params)
+    get_audit(
+        method,
+        confidence=params.get("confidence", _AUDIT_DEFAULTS["confidence"]),
+        threshold_selection=selection if selection in own else own[0],
+        sides=options["sides"],
+        min_count=options["min_count"],
+    )
+
+
+def _check_audit_options(params: Mapping, swept: Sequence[str]) -> None:
+    """Refuses a cell whose audit would refuse its settings (`check_audit_options`)."""
+    try:
+        check_audit_options(params)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"cell {describe(params, swept)}: {err}") from None
 
 
 def describe(params: Mapping, keys: Sequence[str] | None = None) -> str:

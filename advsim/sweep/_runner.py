@@ -19,6 +19,7 @@ from advsim.sweep._config import (
     Cell,
     SweepConfig,
     SweepError,
+    audit_options,
     build_mechanism,
     canon,
     describe,
@@ -170,7 +171,9 @@ def _audit_cell(
     config: SweepConfig, mechanism, cell: Cell, progress: bool | None, calibration: float
 ) -> dict:
     """An audit-mode cell's `AUDIT_COLUMNS` but the wall time: `advsim.experiment.run_audit`
-    with the cell's adversary and settings, and the seconds the `calibration` took."""
+    with the cell's adversary and settings (its strategy's options, and `sides`,
+    `min_count`, `audit_seed` at their defaults where the cell does not set them), and the
+    seconds the `calibration` took."""
     p = cell.params
     adversary = config.adversary_plugin.build(**config.adversary_kwargs)
     record = run_audit(
@@ -183,6 +186,7 @@ def _audit_cell(
         confidence=p["confidence"],
         threshold_selection=p["threshold_selection"],
         strategy_options=strategy_options(p),
+        **audit_options(p),
         chunk_size=config.chunk_size,
         progress=progress,
         exact=config.exact,

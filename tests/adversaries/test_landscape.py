@@ -89,7 +89,7 @@ def test_search_finds_half_c_at_t2():
         # held-out check rejects it at a threshold is not what this test pins.
         warnings.simplefilter("ignore", AssumptionRejectedWarning)
         search = ThresholdSearch(alphas)
-        res = run_threshold_search(search, mech, n, jax.random.key(11), delta=DELTA)
+        res = run_threshold_search(search, mech, n, jax.random.key(11), delta=DELTA, method="gdp")
     assert res.multiplicity == "bonferroni" and res.results[0].confidence == 1 - 0.05 / 7
     np.testing.assert_allclose(res.threshold, hs_wanted, atol=1e-12)
     exact = two_step_gdp_curve(res.threshold, sigma, b, delta=DELTA, min_rate=1e-9)
@@ -113,6 +113,6 @@ def test_search_result_in_simulation_matches_single_audit():
     mech = ThresholdLandscape(2, 1.5, 2)
     alpha = float(scipy.stats.norm.sf(0.2 / 1.5))
     search = ThresholdSearch([alpha])
-    res = run_threshold_search(search, mech, 10_000, jax.random.key(5), delta=DELTA)
+    res = run_threshold_search(search, mech, 10_000, jax.random.key(5), delta=DELTA, method="gdp")
     scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
     assert res.eps_lower[0] == audit(scores, "gdp", delta=DELTA).eps_lower

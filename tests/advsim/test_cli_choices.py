@@ -79,6 +79,11 @@ def test_threshold_projected_split_with_its_selection_fraction(tmp_path, capsys)
         (["--threshold", "projected_split", "--selection-fraction", "1.5"],
          "--selection-fraction must be in (0, 1), got 1.5"),
         (["--mechanism", "nope"], "--mechanism must be one of"),
+        (["--sides", "one"], "--method family (the default for --mechanism linear): "
+         "--sides='one' does not apply to the 'family' audit"),
+        (["--sides", "both"], "argument --sides: invalid choice: 'both'"),
+        (["--min-count", "0"], "argument --min-count: must be a positive integer"),
+        (["--audit-seed", "-1"], "argument --audit-seed: must be an integer in [0, 2^64 - 1]"),
         (["--mechanism", "os:getcwd"], "not a subclass of advsim.AbstractMechanism"),
     ],
 )  # fmt: skip
@@ -102,3 +107,58 @@ def test_mechanism_by_class_path_from_a_module_on_the_path(tmp_path, monkeypatch
     # The data flags still name the mechanisms that take them.
     assert main(["audit", "--mechanism", "my_mechanisms:MyLinear", "--dim", "3"]) == 2
     assert "or use --mechanism linear-data" in capsys.readouterr().err
+
+
+def _parse(*flags):
+    from advsim.cli._audit import _check_audit_args, _config
+
+    args = build_parser().parse_args(["audit", *flags])
+    return args, _config(args, _check_audit_args(args))
+
+
+def test_the_audit_options_and_their_defaults():
+    actions = _audit_actions()
+    assert actions["--method"].default is None
+    assert "default: family for a mechanism in the heuristic's family" in actions["--method"].help
+    assert actions["--sides"].choices == ["two", "one"] and actions["--sides"].default == "two"
+    assert actions["--min-count"].default == 50 and actions["--audit-seed"].default is None
+    for flag in ("--sides", "--min-count", "--audit-seed", "--confidence", "--seed"):
+        assert flag in actions
+
+
+def test_the_default_command_keeps_the_built_in_cells():
+    """With no flags the command's sweep is the built-in config itself (the same cells and
+    ids: a folder started before the audit options resumes), family for the linear
+    process; the options enter the cells only when set."""
+    from advsim.sweep import builtin_config, parse_config
+
+    builtin = parse_config(builtin_config("audit"))
+    _, config = _parse()
+    assert config.identity() == builtin.identity()
+    assert [c.cell_id for c in config.cells()] == [c.cell_id for c in builtin.cells()]
+    assert config.fixed["method"] == "family"
+    assert not {"sides", "min_count", "audit_seed"} & set(config.fixed)
+    # Set to their defaults, the same cells; set otherwise, in every cell.
+    _, same = _parse("--sides", "two", "--min-count", "50", "--method", "family")
+    assert same.identity() == builtin.identity()
+    _, other = _parse("--method", "eps_delta", "--sides", "one", "--min-count", "9",
+                      "--audit-seed", "4", "--confidence", "0.9")  # fmt: skip
+    params = other.cells()[0].params
+    assert (params["sides"], params["min_count"], params["audit_seed"]) == ("one", 9, 4)
+    assert (params["method"], params["confidence"]) == ("eps_delta", 0.9)
+
+
+def test_the_default_method_assumes_nothing_outside_the_family():
+    from advsim.cli._audit import _method
+
+    defaults = {
+        "linear": "family",
+        "linear-data": "eps_delta",
+        "landscape": "eps_delta",
+        "gradient-canary": "eps_delta",
+    }
+    for mechanism, method in defaults.items():
+        args = build_parser().parse_args(["audit", "--mechanism", mechanism])
+        assert _method(args) == method
+    args, config = _parse("--mechanism", "gradient-canary", "--noise-multiplier", "1")
+    assert config.fixed["method"] == "eps_delta"

@@ -25,10 +25,11 @@ import pytest
 
 import advsim
 from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
+from advsim.audits._base import SIDES
 from advsim.cli import _names
 from advsim.cli._common import _CACHE_MIN_COMPILE_SECS, _enable_compile_cache, compile_cache_dir
 from advsim.sweep import MECHANISM_ALIASES, builtin_config
-from advsim.sweep._config import STRATEGY_KEYS
+from advsim.sweep._config import AUDIT_OPTION_KEYS, STRATEGY_KEYS
 
 HEAVY = ("jax", "jaxlib", "equinox", "dp_accounting", "scipy", "matplotlib")
 COMMANDS = ("audit", "bound", "sweep", "plot", "figure", "search")  # at least these
@@ -70,6 +71,8 @@ def test_the_parser_s_names_are_the_registries():
     assert _names.AUDIT_ASSUMPTIONS == {name: AUDITS[name].assumption for name in AUDIT_METHODS}
     assert list(_names.THRESHOLD_SELECTIONS.items()) == list(THRESHOLD_SELECTIONS.items())
     assert list(_names.STRATEGY_KEYS.items()) == list(STRATEGY_KEYS.items())
+    assert _names.SIDES == SIDES
+    assert list(_names.AUDIT_OPTION_KEYS.items()) == list(AUDIT_OPTION_KEYS.items())
     assert _names.MECHANISM_ALIASES == tuple(MECHANISM_ALIASES)
     assert _names.builtin_config("audit") == builtin_config("audit")
     with pytest.raises(ValueError, match="no built-in sweep config named 'nope'"):
