@@ -5,7 +5,8 @@ Every audit returns an `AuditResult` whose `guarantee` (`Guarantee`) says what i
 `rigorous` is true only for an assumption-free, held-out bound. The methods:
 
 - `EpsDeltaAudit` (`"eps_delta"`): eps straight from the (eps, delta)-DP inequalities of
-  one threshold test; assumes nothing (rigorous).
+  one threshold test; assumes nothing (rigorous). `audit`'s default method, at its default
+  delta = 0 (pure DP): `audit(in_scores, out_scores)` assumes nothing.
 - `TradeoffAudit` (`"tradeoff"`, Algorithm 2 of Annamalai 2024, "It's Our Loss"): the same
   (eps, delta) statement from held-out witnesses chosen against composition's trade-off
   curves (rigorous); the composition curve the rates violate is reported as an index.
@@ -41,6 +42,12 @@ rejects a trade-off claim from the same guesses: G_mu (`mu_lower`, assumption-fr
 eps assumes the curve is Gaussian) or, with `bound=` and the run's `accounting`, the
 heuristic's or composition's curve (`sigma_star`: the run is not f-DP for that curve at
 any noise multiplier >= sigma_star, assumption-free).
+
+- Metrics papers report beside epsilon, each a labelled `Metric`:
+  `tpr_at_fpr` (Carlini et al. 2022), `auroc` (Mann-Whitney) and `balanced_accuracy`
+  (empirical values, not bounds); `eps_from_counts` (the (eps, delta) lower bound of one
+  test's counts, Clopper-Pearson); `bootstrap_interval` (a `MetricEstimate`: an
+  approximate percentile-bootstrap interval, not a bound).
 """
 
 from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
@@ -57,7 +64,17 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._guarantee import ASSUMPTIONS, STATEMENTS, Guarantee
+from ._metrics import (
+    Metric,
+    MetricEstimate,
+    auroc,
+    balanced_accuracy,
+    bootstrap_interval,
+    eps_from_counts,
+    tpr_at_fpr,
+)
 from ._one_run import (
+    COIN_TEST_LEVEL,
     K_SELECTIONS,
     OneRunResult,
     default_k_candidates,
@@ -86,12 +103,15 @@ __all__ = [
     "AssumptionRejectedWarning",
     "AuditResult",
     "BayesianEstimate",
+    "COIN_TEST_LEVEL",
     "EpsDeltaAudit",
     "GaussianDPAudit",
     "Guarantee",
     "HeuristicFamilyAudit",
     "FDP_BOUNDS",
     "K_SELECTIONS",
+    "Metric",
+    "MetricEstimate",
     "OneRunResult",
     "PAPER_EPS_GRID",
     "STATEMENTS",
@@ -100,13 +120,17 @@ __all__ = [
     "VIOLATION_BOUNDS",
     "ViolationCertificate",
     "audit",
+    "auroc",
+    "balanced_accuracy",
     "bayesian_audit",
     "bayesian_estimate",
+    "bootstrap_interval",
     "check_gaussian_tradeoff",
     "check_heuristic_family",
     "check_tradeoff_fit",
     "default_k_candidates",
     "certify_violation",
+    "eps_from_counts",
     "fdp_one_run_margin",
     "gdp_one_run_rejects",
     "get_audit",
@@ -118,5 +142,6 @@ __all__ = [
     "one_run_guesses",
     "one_run_p_value",
     "posterior_eps_cdf",
+    "tpr_at_fpr",
     "tradeoff_audit",
 ]

@@ -20,11 +20,16 @@ The first three curves rise with $\sigma'$ (more noise is a post-processing of l
 if the curve at $\sigma'$ is violated, so is every curve at $\sigma'' \ge \sigma'$. The
 certificate's `sigma_star` is the **smallest** $\sigma'$ found certifiably violated (to a
 relative 1e-3): *the release is less private than the bound claims for a run with noise
-multiplier sigma_star, and for any run with more noise*. `eps_equivalent` is that curve's
-epsilon at `delta` (e.g. the *heuristic-equivalent epsilon*, the epsilon the heuristic
-would report for noise multiplier `sigma_star`). A smaller `sigma_star` (a larger
-`eps_equivalent`) is a stronger counterexample. The release is a counterexample to the
-bound as applied to itself (`certified`) iff `sigma_star <= accounting.noise_multiplier`.
+multiplier sigma_star, and for any run with more noise*. The release is a counterexample
+to the bound as applied to itself (`certified`) iff `sigma_star <= accounting.noise_multiplier`.
+Only then is `eps_equivalent` given: that curve's epsilon at `delta` (e.g. the epsilon the
+heuristic would report for noise multiplier `sigma_star`), always named as a *curve index*
+(`eps_equivalent_name`, e.g. "heuristic curve index eps_equiv"). It indexes the violated
+curve on the bound's epsilon scale and is not an epsilon of the release: on 2 x 10^5 runs
+of the linear process T = 10, q = 0.01, sigma = 0.3544 (exact epsilon 2.0), the
+max-over-steps curve is violated down to sigma* = 0.43 but not at 0.3544, and the index
+there is 4.6. So it is left out (None, and absent from the statement) when the reference
+is not certified. A smaller `sigma_star` (a larger index) is a stronger counterexample.
 For `"gdp"`, $G_\mu$ falls as $\mu$ rises, so `mu_star` is the **largest** $\mu$ found
 certifiably violated: the release is not $\mu$-GDP for any $\mu \le$ `mu_star`.
 
@@ -90,11 +95,13 @@ __all__ = ["VIOLATION_BOUNDS", "ViolationCertificate", "certify_violation"]
 VIOLATION_BOUNDS = ("heuristic", "heuristic_max_over_steps", "composition", "gdp")
 """The bounds whose curves `certify_violation` compares against."""
 
+#: How `eps_equivalent` is named wherever it is printed: an index of the violated curve on
+#: the bound's epsilon scale, never an epsilon of the release.
 _EPS_NAMES = {
-    "heuristic": "heuristic-equivalent epsilon",
-    "heuristic_max_over_steps": "max-over-steps-heuristic-equivalent epsilon",
-    "composition": "composition-equivalent epsilon",
-    "gdp": "GDP-equivalent epsilon",
+    "heuristic": "heuristic curve index eps_equiv",
+    "heuristic_max_over_steps": "max-over-steps heuristic curve index eps_equiv",
+    "composition": "composition curve index eps_equiv",
+    "gdp": "GDP curve index eps_equiv",
 }
 _CURVE_NAMES = {
     "heuristic": "the last-iterate heuristic's curve",
@@ -143,10 +150,10 @@ class ViolationCertificate:
         at_limit: the search stopped at the edge of its range while still violated (then
             `sigma_star` / `mu_star` is only the edge, the truth is beyond).
         eps_equivalent: the epsilon at `delta` of the violated curve at the star index
-            (`eps_equivalent_name` says which bound's epsilon); None without `delta` or
-            without a star. An index of the curve, NOT a lower bound on the release's
-            epsilon.
-        eps_equivalent_name: e.g. "heuristic-equivalent epsilon".
+            (`eps_equivalent_name` says which bound's epsilon), only when `certified`;
+            None without `delta`, without a star or when not `certified`. An index of the
+            curve, NOT an epsilon of the release nor a lower bound on it.
+        eps_equivalent_name: its label, e.g. "heuristic curve index eps_equiv".
         delta: the delta `eps_equivalent` is stated at (or None).
         reference: the index `certified` refers to (sigma, or mu for "gdp"); None for
             "gdp" with neither `reference` nor `accounting`.
@@ -319,7 +326,12 @@ def _statement(bound, certified, star, at_limit, reference, ref_label, eps, delt
         f"threshold test{'s' if m > 1 else ''})"
     )
     curve = _CURVE_NAMES[bound]
-    eps_txt = f" ({_EPS_NAMES[bound]} {eps:.4g} at delta = {delta:g})" if eps is not None else ""
+    eps_txt = ""
+    if eps is not None and certified:
+        eps_txt = (
+            f" ({_EPS_NAMES[bound]} = {eps:.4g} at delta = {delta:g}: an index of that curve, "
+            "not an epsilon of the release)"
+        )
     if bound == "gdp":
         start = _SEARCH_START_MU if reference is None else reference
         if star is None:
@@ -412,8 +424,8 @@ def certify_violation(
             `"composition"` or `"gdp"`.
         accounting: the audited run's T, q, canary steps and noise multiplier (required
             except for `"gdp"`, where it only sets the reference mu).
-        delta: the delta at which to name the violated curve's epsilon
-            (`eps_equivalent`); None leaves it out.
+        delta: the delta at which to name the violated curve's epsilon, a curve index
+            (`eps_equivalent`, given only when `certified`); None leaves it out.
         confidence: c in (0.5, 1).
         seed: seed of `np.random.default_rng` for the split into halves.
         num_thresholds: m >= 1 witness thresholds tested on the held-out half
@@ -464,7 +476,9 @@ def certify_violation(
     star = None if x_star is None else fam.index(x_star)
     sigma_star, mu_star = _stars(bound, star, accounting)
     eps = None
-    if delta is not None and star is not None:
+    if delta is not None and star is not None and certified:
+        # Only a certificate names its curve's index: beside epsilons, an uncertified
+        # one reads as the release's epsilon (see the module docstring).
         eps = _eps_equivalent(bound, star, delta, accounting)
     wit = _witness_records(fam, x_star, witnesses, fp_h, fn_h, a_up, b_up, cnt_in, cnt_out)
     label = _reference_label(bound, user_reference)

@@ -19,6 +19,13 @@ family), `eps_gdp` (assumes a Gaussian trade-off curve; exact for deterministic
 insertion with zero data), `eps_delta_lower` (assumes nothing). Each row also carries the
 test accuracy of the trained models (private and non-private), so a reader sees that the
 audited models learn.
+
+Where the held-out runs reject an audit's assumption (the table's
+`family_assumption_rejected`, `gdp_assumption_rejected`: `check_heuristic_family`,
+`check_gaussian_tradeoff` of `advsim.audits`), the figure draws that number hollow (a
+white, outlined bar in (a), a hollow triangle in (b); every other mark is filled), with a
+legend entry saying "assumption rejected": that epsilon rests on an assumption the runs
+contradict.
 """
 
 from __future__ import annotations
@@ -153,14 +160,24 @@ def _nan(value) -> float:
     return float("nan") if value is None else float(value)
 
 
-def plot_real_models(fig, rows, tables):
-    """(a) each canary's audits beside the heuristic and composition; (b) eps over k."""
-    table = tables["real_models"]
-    plt = styled_pyplot()
-    figure, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8))
-    a = [r for r in table if r["part"] == "a"]
+def _rejected(row, column: str) -> bool:
+    """The table's verdict `column` (True, or "True" read back from a CSV)."""
+    return str(row.get(column)).lower() == "true"
+
+
+#: The legend text of a number whose assumption the held-out runs reject (drawn hollow).
+REJECTED = "assumption rejected by the held-out runs"
+
+
+def _plot_canaries(ax, a: list) -> None:
+    """(a): per canary, the family audit and the assumption-free bound, as bars."""
+    from matplotlib.patches import Patch
+
     x = np.arange(len(a))
-    ax.bar(x - 0.2, [_nan(r["eps_family"]) for r in a], 0.4, color="0.75",
+    rejected = [_rejected(r, "family_assumption_rejected") for r in a]
+    ax.bar(x - 0.2, [_nan(r["eps_family"]) for r in a], 0.4,
+           color=["white" if rej else "0.75" for rej in rejected],
+           edgecolor=["0.0" if rej else "0.75" for rej in rejected], linewidth=0.8,
            label="audit, heuristic family (assumes the family)")  # fmt: skip
     ax.bar(x + 0.2, [_nan(r["eps_delta_lower"]) for r in a], 0.4, color="0.35",
            label="audit, (eps, delta) lower bound (assumes nothing)")  # fmt: skip
@@ -170,19 +187,45 @@ def plot_real_models(fig, rows, tables):
     ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
     ax.set_title(f"(a) breast_cancer, T = {a[0]['steps']}, q = {a[0]['sampling_prob']:.2g}"
                  f", {a[0]['model']}", fontsize=8)  # fmt: skip
-    ax.legend(frameon=False, fontsize=6)
-    b = sorted((r for r in table if r["part"] == "b"), key=lambda r: r["k"])
-    ks = [r["k"] for r in b]
+    # Room above composition for the legend, which then covers no bar nor line.
+    ax.set_ylim(0, 1.6 * a[0]["composition"])
+    handles, labels = ax.get_legend_handles_labels()
+    if any(rejected):  # the legend entry of the hollow bars, after the family's
+        at = labels.index("audit, heuristic family (assumes the family)") + 1
+        handles.insert(at, Patch(facecolor="white", edgecolor="0.0", linewidth=0.8))
+        labels.insert(at, f"audit, heuristic family: {REJECTED}")
+    ax.legend(handles, labels, frameon=False, fontsize=6, loc="upper left")
+
+
+def _plot_periodicity(bx, b: list) -> None:
+    """(b): the GDP audit and the assumption-free bound over the insertion period k."""
+    ks = np.array([r["k"] for r in b], dtype=float)
+    rejected = np.array([_rejected(r, "gdp_assumption_rejected") for r in b], dtype=bool)
+    gdp = np.array([_nan(r["eps_gdp"]) for r in b])
     bx.plot(ks, [r["composition"] for r in b], marker=".", **BOUND_STYLES["composition"])
-    bx.plot(ks, [_nan(r["eps_gdp"]) for r in b], "v", color="0.0", ms=6,
+    bx.plot(ks[~rejected], gdp[~rejected], "v", linestyle="none", color="0.0", ms=6,
             label="audit, GDP (assumes a Gaussian trade-off)")  # fmt: skip
-    bx.plot(ks, [_nan(r["eps_delta_lower"]) for r in b], "^", mfc="white", mec="0.0", ms=6,
-            label="audit, (eps, delta) lower bound")  # fmt: skip
+    if rejected.any():
+        bx.plot(ks[rejected], gdp[rejected], "v", linestyle="none", mfc="white", mec="0.0",
+                mew=1.0, ms=6, label=f"audit, GDP: {REJECTED}")  # fmt: skip
+    bx.plot(ks, [_nan(r["eps_delta_lower"]) for r in b], "^", linestyle="none", color="0.55",
+            ms=6, label="audit, (eps, delta) lower bound (assumes nothing)")  # fmt: skip
     bx.set_xscale("log")
-    bx.set_xticks(ks, [str(k) for k in ks])
+    bx.set_xticks(ks, [str(int(k)) for k in ks])
     bx.minorticks_off()
+    bx.set_xlim(ks.min() / 1.6, ks.max() * 1.6)
     bx.set_xlabel("insertion period $k$ ($T = nk$)")
     bx.set_ylim(0, 1.6 * max(r["composition"] for r in b))
     bx.set_title(f"(b) gradient canary every k-th step, n = {b[0]['insertions']}", fontsize=8)
-    bx.legend(frameon=False, fontsize=6)
+    bx.legend(frameon=False, fontsize=6, loc="upper right")
+
+
+def plot_real_models(fig, rows, tables):
+    """(a) each canary's audits beside the heuristic and composition; (b) eps over k.
+    A number whose assumption the held-out runs reject is drawn hollow (module)."""
+    table = tables["real_models"]
+    plt = styled_pyplot()
+    figure, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    _plot_canaries(ax, [r for r in table if r["part"] == "a"])
+    _plot_periodicity(bx, sorted((r for r in table if r["part"] == "b"), key=lambda r: r["k"]))
     return save_figure(figure, fig.out / "real_models")

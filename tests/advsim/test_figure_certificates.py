@@ -3,13 +3,19 @@ against the normal approximation, and a small run of its compute hook (slow)."""
 
 import dataclasses
 import math
+import types
 
 import numpy as np
 import pytest
 import scipy.stats
 
 from advsim.figures import load_figure
-from advsim.figures._tables_certify import _held_out_size_needed, compute_certificates
+from advsim.figures._tables_certify import (
+    _held_out_size_needed,
+    _median_index,
+    _median_sigma_star,
+    compute_certificates,
+)
 
 
 def test_held_out_size_matches_the_normal_approximation():
@@ -26,11 +32,30 @@ def test_held_out_size_matches_the_normal_approximation():
     assert _held_out_size_needed(alpha, 1 - alpha + gap, lambda a: 1 - a, level) == math.inf
 
 
+def _cert(certified, sigma_star, eps):
+    return types.SimpleNamespace(certified=certified, sigma_star=sigma_star, eps_equivalent=eps)
+
+
+def test_medians_over_seeds_leave_the_index_blank_unless_most_seeds_certify():
+    # An uncertified seed has no curve index (below every index), a seed without sigma*
+    # counts as +inf: the index is given only when more than half of the seeds certify.
+    most = [_cert(True, 0.4, 1.6), _cert(True, 0.45, 1.2), _cert(False, 0.6, None)]
+    assert _median_index(most) == 1.2 and _median_sigma_star(most) == 0.45
+    half = [_cert(True, 0.4, 1.6), _cert(False, 0.6, None)]
+    assert _median_index(half) is None
+    few = [_cert(True, 0.4, 1.6), _cert(False, None, None), _cert(False, None, None)]
+    assert _median_index(few) is None and _median_sigma_star(few) is None
+
+
 @pytest.mark.slow
 def test_compute_certificates_small(tmp_path):
     fig = load_figure("certificates", quick=True, out=tmp_path)
     params = dict(
-        fig.params, constructions=fig.params["constructions"][:1], trials_divisor=64, seeds=3
+        fig.params,
+        constructions=fig.params["constructions"][:1],
+        trials_divisor=64,
+        seeds=3,
+        seeds_max_over_steps=1,
     )
     params["linear"] = dict(params["linear"], repeats=5)
     tables = compute_certificates(dataclasses.replace(fig, params=params), {})
@@ -47,10 +72,21 @@ def test_compute_certificates_small(tmp_path):
     assert row["trials_needed"] == (reached[0] if reached else None)
     if reached:
         assert row["certified_fraction_at_needed"] == fractions[reached[0]]
-    # The heuristic-equivalent epsilon is an index, printed only for a certificate, and
-    # never in a column named as an epsilon.
-    assert "heuristic_equivalent_eps" not in row
-    assert (row["heuristic_sigma_index"] is None) == (not row["certified_first_seed"])
+    # The curve index eps_equiv is an index, never in a column named as an epsilon, and
+    # blank unless more than half of the seeds certify (2 of 3 here).
+    assert "heuristic_equivalent_eps" not in row and "heuristic_sigma_index" not in row
+    index = row["heuristic_curve_index_eps_equiv"]
+    assert (index is None) == (row["certified_fraction"] < 0.5)
+    if index is not None:  # the heuristic's epsilon at a sigma* <= the run's sigma
+        assert index >= row["heuristic_eps"]
+    assert row["seeds_max_over_steps"] == 1
+    # The power table: one column per size of the grid, the fractions above.
+    (power,) = tables["certificates_power"]
+    assert power == {
+        "construction": row["construction"],
+        "seeds": 3,
+        **{f"certified_at_{n}": f for n, f in fractions.items()},
+    }
     quad = {r["orientation"]: r for r in tables["quadratic"]}
     # Section 4.2's example: exact 2.2749 against a heuristic 2.222 at delta = 1e-6.
     assert quad["canary_out_null"]["exact_eps"] == pytest.approx(2.2749, abs=1e-3)

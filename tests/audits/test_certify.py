@@ -172,7 +172,8 @@ def test_max_over_steps_with_a_canary_in_some_steps():
     s = _family_scores(5, 0.3, 1.0, 20_000, seed=8, canary_steps=2)
     cert = certify_violation(s, "heuristic_max_over_steps", acc, delta=1e-5)
     assert not cert.certified
-    assert cert.eps_equivalent is None or cert.eps_equivalent > 0
+    # Not certified: no curve index eps_equiv, in the record or the statement.
+    assert cert.eps_equivalent is None and "eps_equiv" not in cert.statement
 
 
 @pytest.mark.parametrize("n,sigma", [(1, 1.0), (4, 2.0), (10, 0.5), (100, 10.0)])
@@ -230,13 +231,25 @@ def test_heuristic_family_scores_never_violate_their_own_curve(bound):
     )
     assert not cert.certified
     assert cert.sigma_star is not None and sigma < cert.sigma_star < 1.25 * sigma
-    assert cert.eps_equivalent_name.endswith("heuristic-equivalent epsilon")
+    assert cert.eps_equivalent_name.endswith("heuristic curve index eps_equiv")
+    # Not certified at the run's own sigma: the curve index at sigma* is not given (beside
+    # epsilons it reads as the release's), even with a delta.
+    assert cert.eps_equivalent is None and cert.to_dict()["eps_equivalent"] is None
+    assert "eps_equiv" not in cert.statement
     # A curve of more noise is violated: the reference 1.3 sigma is certified.
     more = certify_violation(
-        _family_scores(steps, q, sigma, 100_000, seed=3), bound, acc, reference=1.3 * sigma
+        _family_scores(steps, q, sigma, 100_000, seed=3),
+        bound,
+        acc,
+        delta=1e-5,
+        reference=1.3 * sigma,
     )
     # (The bisection starts elsewhere, so sigma* agrees to its tolerance, 1e-3.)
     assert more.certified and more.sigma_star == pytest.approx(cert.sigma_star, rel=2e-3)
+    # Certified: the index is given, and named an index wherever it is printed.
+    assert more.eps_equivalent > 0
+    assert f"{more.eps_equivalent_name} = {more.eps_equivalent:.4g}" in more.statement
+    assert "an index of that curve, not an epsilon of the release" in more.statement
 
 
 def test_one_step_privacy_violates_the_ten_step_heuristic():
@@ -361,33 +374,54 @@ def test_false_certifications_in_100_repeats(bound):
 
 
 def test_eps_equivalent_is_the_named_bound_at_the_boundary():
-    # The "equivalent epsilon" names the violated curve: each bound's own epsilon at the
+    # The curve index eps_equiv names the violated curve: each bound's own epsilon at the
     # certificate's sigma* (mu* for gdp), computed here by the public bound functions
     # (heuristic: Theorem 1 of arXiv:2410.06186; composition: dp_accounting's PLD at its
     # default 1e-4 grid, against the certificate's 1e-3 grid, so to 1e-2; gdp:
     # Corollary 2.13 of arXiv:1905.02383). A swapped branch gives another bound's number.
+    # It is given only for a certificate: the reference 1.3 sigma lies above every sigma*
+    # of these runs (1.14 for both heuristics, 1.18 for composition).
     from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
 
     steps, q, sigma, delta = 10, 0.1, 1.0, 1e-5
     acc = _every_step(steps, q, sigma)
     s = _family_scores(steps, q, sigma, 100_000, seed=3)
-    h = certify_violation(s, "heuristic", acc, delta=delta)
-    assert h.eps_equivalent == pytest.approx(
+    ref = 1.3 * sigma
+    h = certify_violation(s, "heuristic", acc, delta=delta, reference=ref)
+    assert h.certified and h.eps_equivalent == pytest.approx(
         heuristic_epsilon(delta, steps, q, h.sigma_star), rel=1e-9
     )
-    m = certify_violation(s, "heuristic_max_over_steps", acc, delta=delta)
-    assert m.eps_equivalent == pytest.approx(
+    m = certify_violation(s, "heuristic_max_over_steps", acc, delta=delta, reference=ref)
+    assert m.certified and m.eps_equivalent == pytest.approx(
         heuristic_epsilon_max_over_steps(delta, steps, q, m.sigma_star), rel=1e-9
     )
-    c = certify_violation(s, "composition", acc, delta=delta)
-    assert c.eps_equivalent == pytest.approx(
+    c = certify_violation(s, "composition", acc, delta=delta, reference=ref)
+    assert c.certified and c.eps_equivalent == pytest.approx(
         composition_epsilon(delta, steps, q, c.sigma_star), rel=1e-2
     )
     g = certify_violation(_gauss_scores(1.0, 100_000, seed=1), "gdp", delta=delta)
-    assert g.eps_equivalent == pytest.approx(gdp_epsilon(delta, g.mu_star), rel=1e-12)
+    assert g.certified and g.eps_equivalent == pytest.approx(
+        gdp_epsilon(delta, g.mu_star), rel=1e-12
+    )
+    for cert in (h, m, c, g):
+        assert "curve index eps_equiv" in cert.eps_equivalent_name
     # The heuristic's and composition's numbers differ here, so swapped branches fail.
     # (max over t <= 10 of the heuristic is its T = 10 value here: it grows with t.)
     assert abs(h.eps_equivalent - c.eps_equivalent) > 0.1
+
+
+def test_gdp_eps_equivalent_only_when_the_reference_is_violated():
+    # N(1, 1) vs N(0, 1) is exactly G_1: mu* is found below 1, but the reference mu = 1 is
+    # not violated, so no index is given (the statement still states mu*); at the reference
+    # mu = 0.8 it is, and the index is named as one.
+    s = _gauss_scores(1.0, 100_000, seed=1)
+    cert = certify_violation(s, "gdp", delta=1e-5, reference=1.0)
+    assert not cert.certified and cert.mu_star is not None
+    assert cert.eps_equivalent is None and "eps_equiv" not in cert.statement
+    assert json.loads(json.dumps(cert.to_dict()))["eps_equivalent"] is None
+    ok = certify_violation(s, "gdp", delta=1e-5, reference=0.8)
+    assert ok.certified and ok.eps_equivalent > 0
+    assert f"GDP curve index eps_equiv = {ok.eps_equivalent:.4g}" in ok.statement
 
 
 def test_default_seed_is_zero():
