@@ -220,7 +220,15 @@ def run_mechanism(
     schedule = mechanism.canary_schedule
     present = schedule.mask(t) & jnp.asarray(canary_in)
     if schedule.sampled and mechanism.batching == "poisson":
-        present = present & bernoulli_from_bits(k_coin, mechanism.sampling_prob, (steps,))
+        q = jnp.asarray(mechanism.sampling_prob)
+        # At q = 1 every coin is heads: the bits are not drawn (a third of a run's random
+        # bits at d = 1). q is the same in every run of a batch, so under vmap this stays a
+        # branch, and the numbers are the ones the draw would give.
+        present = jax.lax.cond(
+            q >= 1.0,
+            lambda: present,
+            lambda: present & bernoulli_from_bits(k_coin, q, (steps,)),
+        )
 
     group_counts = jnp.asarray(mechanism.data_counts())
     if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":

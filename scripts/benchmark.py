@@ -1,11 +1,12 @@
 """Benchmark: simulation throughput against the raw sampler, and the speed of the bounds.
 
 Prints, in one run on this machine:
-  1. simulated trial-steps per second of the linear 1-D process at T = 1000 run step by
-     step through the generic engine (`advsim.simulate`: Poisson coin, clipping, noise, one
-     scan step per DP-SGD step; no closed-form shortcut),
-  2. raw `jax.random.normal` samples per second (one jitted call drawing many samples),
-  3. their ratio (target: >= 0.5),
+  1. the engine against honest references (`scripts/benchmark_engine.py`, which it runs):
+     the generator's best rate over samples per call, the 1-D linear process through
+     `advsim.simulate` against a hand-written jitted `lax.scan` and a numpy loop (T in
+     {100, 1000}, q in {0.01, 1}, 10^6 runs per world), one host device against every
+     core, and the wait to start (`advsim --help`, the first and second run's compile
+     time and the wall time of `advsim audit`),
   4. the time of one `heuristic_epsilon` at T = 10^5 (target: < 50 ms), beside
      dp-accounting's mixture-of-Gaussians PLD for the same T where that finishes in time,
   5. noise calibration (`calibrate_noise_multiplier`, the README audit's defaults: target
@@ -33,7 +34,7 @@ Prints, in one run on this machine:
      100 Adam steps from 4 starts, 1200 random members, the exact recomputation on three
      grids), in a fresh process with the load and CPU time (target < 5 min wall).
 
-Usage: python scripts/benchmark.py [--trials 200000] [--steps 1000] [--quick]
+Usage: python scripts/benchmark.py [--trials 1000000] [--quick]
            [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap,search}]
            [--exact-groupings {one,by-B,separate,all} ...]
 Figures are printed, never asserted: timings on shared machines are not tests.
@@ -51,6 +52,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+import advsim  # noqa: F401  (one host device per core, asked for before JAX starts)
+
 
 def _best_of(fn, repeats: int) -> float:
     best = float("inf")
@@ -59,25 +62,6 @@ def _best_of(fn, repeats: int) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
-
-
-def simulation_rate(trials: int, steps: int, repeats: int) -> float:
-    from advsim import simulate
-    from advsim.adversaries import ProjectionScore
-    from advsim.mechanisms import LinearProcess
-
-    mech = LinearProcess(steps=steps, sampling_prob=0.01, noise_multiplier=1.0)
-    adv = ProjectionScore()
-    simulate(mech, adv, 2048, key=0, progress=False)  # compile
-    seconds = _best_of(lambda: simulate(mech, adv, trials, key=1, progress=False), repeats)
-    return 2 * trials * steps / seconds  # both worlds
-
-
-def raw_normal_rate(samples: int, repeats: int) -> float:
-    draw = jax.jit(lambda k: jax.random.normal(k, (samples,), jax.numpy.float32))
-    key = jax.random.key(0)
-    draw(key).block_until_ready()
-    return samples / _best_of(lambda: draw(key).block_until_ready(), repeats)
 
 
 def _mixture_pld_eps(steps, q, sigma, delta, out):
@@ -495,10 +479,19 @@ def search_rows() -> None:
     )
 
 
+def _sibling(name: str):
+    """The script `name`.py beside this one, as a module (its `main` prints its rows)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200_000, help="runs per world")
-    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument(
+        "--trials", type=int, default=1_000_000, help="runs per world of the engine rows"
+    )
     parser.add_argument("--pld-timeout", type=float, default=120.0)
     parser.add_argument(
         "--old-max-timeout",
@@ -545,21 +538,17 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
-    trials, repeats = (20_000, 1) if args.quick else (args.trials, 3)
 
     from advsim.bounds import heuristic_epsilon
     from advsim.experiment import DEFAULT_STEPS
 
-    print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
+    devices = jax.devices()
+    print(f"jax {jax.__version__}, backend {jax.default_backend()}: {len(devices)} x "
+          f"{devices[0].device_kind}")  # fmt: skip
     if args.only in ("all", "sampling"):
         # The sampling rows (exact huge binomials, Figure 2 of Annamalai, throughput by
         # dimension) live in their own script, run here so one command prints every figure.
-        spec = importlib.util.spec_from_file_location(
-            "benchmark_sampling", Path(__file__).with_name("benchmark_sampling.py")
-        )
-        sampling = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sampling)
-        sampling.main(["--quick"] if args.quick else [])
+        _sibling("benchmark_sampling").main(["--quick"] if args.quick else [])
     if args.only == "sampling":
         return
     if args.only in ("all", "exact", "exact-linear"):
@@ -577,11 +566,8 @@ def main(argv=None) -> None:
         max_over_steps_rows(args.old_max_timeout)
     if args.only == "bounds":
         return
-    sim = simulation_rate(trials, args.steps, repeats)
-    raw = raw_normal_rate(2 * trials * args.steps // 20, repeats)
-    print(f"simulation, linear 1-D, T={args.steps}: {sim:.3e} trial-steps/s")
-    print(f"raw jax.random.normal:              {raw:.3e} samples/s")
-    print(f"ratio simulation / raw sampler:     {sim / raw:.2f}  (target >= 0.5)")
+    engine = _sibling("benchmark_engine")
+    engine.main((["--quick"] if args.quick else []) + ["--trials", str(args.trials)])
 
     t_big, q, sigma, delta = 100_000, 0.01, 1.0, 1e-5
     heuristic_epsilon(delta, 1000, q, sigma)  # warm caches / imports
