@@ -216,27 +216,26 @@ def _random_arm(family, f, state, folder, bar):
     return record
 
 
-def _exact_all(mechs, delta, support) -> list[tuple[float, float]]:
-    """(epsilon, error) of each construction on three grids: one batched call
+def _exact_all(mechs, delta, support) -> list:
+    """`last_iterate_epsilon` of each construction on three grids: one batched call
     (`last_iterate_epsilons`, automatic support), else one call each, automatic, then over
     the search grid's `support` (a strongly expanding member's automatic interval can be
-    too wide to plan); a construction the engine refuses both ways (mass leaving the grid,
-    a grid too large) gets (nan, inf)."""
+    too wide to plan); None for a construction the engine refuses both ways (mass leaving
+    the grid, a grid too large)."""
     try:
-        return [(r.epsilon, r.error) for r in last_iterate_epsilons(mechs, delta, progress=False)]
+        return list(last_iterate_epsilons(mechs, delta, progress=False))
     except (FloatingPointError, ValueError):
         pass
     out = []
     for mech in mechs:
         for where in (None, support):
             try:
-                res = last_iterate_epsilon(mech, delta, support=where, progress=False)
-                out.append((res.epsilon, res.error))
+                out.append(last_iterate_epsilon(mech, delta, support=where, progress=False))
                 break
             except (FloatingPointError, ValueError):
                 continue
         else:
-            out.append((math.nan, math.inf))
+            out.append(None)
     return out
 
 
@@ -284,17 +283,18 @@ def search(
             rand = _random_arm(family, f, state, folder, bar)
             seconds["random"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        result = _finish(family, starts, state, rand, folder, seconds)
+        result, law = _finish(family, starts, state, rand, folder, seconds)
         seconds["exact"] = time.perf_counter() - t0
     seconds["total"] = time.perf_counter() - start
     result = dataclasses.replace(result, seconds=seconds)
     if folder is not None:
-        _write_results(result)
+        _write_results(result, law)
     return result
 
 
-def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResult:
-    """Recomputes every start (before, after) and the random best on three grids."""
+def _finish(family: Family, starts, state, rand, folder, seconds):
+    """Recomputes every start (before, after) and the random best on three grids; the
+    `SearchResult` and the best's `last_iterate_epsilon` result (its law)."""
     cfg = family.config
     named = []
     for name, theta0 in starts.items():
@@ -303,7 +303,8 @@ def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResul
         named.append((f"gradient:{name}", family.member(best_theta)))
     if rand["best_theta"] is not None:
         named.append(("random", family.member(jnp.asarray(rand["best_theta"]))))
-    values = _exact_all([m for _, m in named], cfg.delta, _search_support(family))
+    laws = _exact_all([m for _, m in named], cfg.delta, _search_support(family))
+    values = [(math.nan, math.inf) if r is None else (r.epsilon, r.error) for r in laws]
     exact = dict(zip([n for n, _ in named], values, strict=True))
     per_start = {
         name: {"before": exact[f"start:{name}"][0], "after": exact[f"gradient:{name}"][0],
@@ -313,6 +314,7 @@ def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResul
     }  # fmt: skip
     valid = [(exact[n][0], exact[n][1], n, m) for n, m in named if math.isfinite(exact[n][0])]
     eps, err, source, best = max(valid, key=lambda c: c[0])
+    law = laws[[n for n, _ in named].index(source)]  # plotted as it is: not computed again
     papers = [exact[f"start:{n}"] for n in family.starts]
     best_paper = max((e for e, _ in papers), default=math.nan)
     paper_err = max((e for _, e in papers), default=0.0)
@@ -326,10 +328,10 @@ def _finish(family: Family, starts, state, rand, folder, seconds) -> SearchResul
         heuristic=float(b["heuristic"]), composition=float(b["composition"]),
         improved=improved, seconds=seconds, folder=folder,
     )  # fmt: skip
-    return result
+    return result, law
 
 
-def _write_results(result: SearchResult) -> None:
+def _write_results(result: SearchResult, law) -> None:
     from advsim.search._report import plot_fields
 
     folder = result.folder
@@ -337,7 +339,7 @@ def _write_results(result: SearchResult) -> None:
             "found_by": result.best_from, "delta": result.config.delta}  # fmt: skip
     result.best.save(folder / "best.json", metadata=meta)
     write_json(folder / "search.json", {**result.summary(), **provenance(result.config.to_dict())})
-    plot_fields(result.best, folder / "fields", title=_title(result))
+    plot_fields(result.best, folder / "fields", title=_title(result), exact=law)
 
 
 def _title(result: SearchResult) -> str:
