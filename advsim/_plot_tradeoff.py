@@ -24,6 +24,25 @@ def _panel_axes(panels: Sequence[Mapping], width: float):
     return plt, fig, axes[0]
 
 
+def _label_panel(ax, panel: Mapping, xlabel: str, ylabel: str) -> None:
+    """The axis labels, the panel's `title` (if any) and a light grid."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(panel.get("title", ""), fontsize=8)
+    ax.grid(True, color="0.9", linewidth=0.6)
+
+
+def _legend_below(fig, axes, panels: Sequence[Mapping], ncols: int | None = None) -> None:
+    """One legend below the panels, of the first panel's entries: in one column for a
+    single panel, else in `ncols` columns (default one per entry)."""
+    handles, labels = axes[0].get_legend_handles_labels()
+    if len(panels) == 1:
+        ncols = 1
+    elif ncols is None:
+        ncols = len(labels)
+    fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=7, ncols=ncols)
+
+
 def plot_tradeoff_panels(
     panels: Sequence[Mapping],
     path_stem: str | Path,
@@ -57,15 +76,10 @@ def plot_tradeoff_panels(
         else:
             ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel(r"FPR $\alpha$")
-        ax.set_ylabel(r"FNR $\beta$")
-        ax.set_title(panel.get("title", ""), fontsize=8)
-        ax.grid(True, color="0.9", linewidth=0.6)
+        _label_panel(ax, panel, r"FPR $\alpha$", r"FNR $\beta$")
     # One legend below the panels: inside the first panel it covered its curves (they
     # start at FNR 1 and end at FPR 1, so no corner of a linear panel is free).
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=7,
-               ncols=len(labels) if len(panels) > 1 else 1)
+    _legend_below(fig, axes, panels)
     return save_figure(fig, path_stem)
 
 
@@ -121,13 +135,9 @@ def plot_eps_emp_vs_eps(
                     clip_on=False)
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
-        ax.set_xlabel(r"theoretical $\varepsilon$ ($\delta = 10^{-5}$)")
-        ax.set_ylabel(r"empirical $\varepsilon$")
-        ax.set_title(panel.get("title", ""), fontsize=8)
-        ax.grid(True, color="0.9", linewidth=0.6)
+        _label_panel(ax, panel, r"theoretical $\varepsilon$ ($\delta = 10^{-5}$)",
+                     r"empirical $\varepsilon$")
     # One legend below the panels: inside, its five entries covered the diagonal and the
     # points of the first panel.
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", frameon=False, fontsize=7,
-               ncols=2 if len(panels) > 1 else 1)
+    _legend_below(fig, axes, panels, ncols=2)
     return save_figure(fig, path_stem)

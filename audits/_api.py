@@ -15,6 +15,7 @@ from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
 from ._strategies import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
+from ._threshold import _check_real_scores
 from ._tradeoff import TradeoffAudit
 
 __all__ = [
@@ -94,14 +95,7 @@ def _score_array(name: str, value) -> np.ndarray:
         arr = np.asarray(value)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be an array of scores: {err}") from None
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{name} must hold real numbers (bool, integer or float), got dtype {arr.dtype}"
-        )
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
-    if arr.size < 1:
-        raise ValueError(f"{name} must hold at least one score, got 0")
+    _check_real_scores(name, arr)
     return arr.astype(np.float64, copy=False)
 
 

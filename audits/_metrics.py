@@ -37,7 +37,7 @@ from advsim.validation import check_delta, check_in_interval, check_int
 from ._bayes import _counts
 from ._eps_delta import eps_delta_terms
 from ._result import _plain
-from ._threshold import clopper_pearson_upper
+from ._threshold import _check_real_scores, clopper_pearson_upper
 
 __all__ = [
     "Metric",
@@ -153,14 +153,7 @@ class MetricEstimate:
 
 def _check_world(name: str, values) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{name} must hold real numbers (a bool, integer or float array), got dtype {arr.dtype}"
-        )
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
-    if arr.size < 1:
-        raise ValueError(f"{name} must hold at least one score (one run), got 0")
+    _check_real_scores(name, arr)
     arr = arr.astype(np.float64)
     bad = int(np.count_nonzero(~np.isfinite(arr)))
     if bad:

@@ -51,6 +51,20 @@ def clopper_pearson_upper(k, n: int, alpha: float) -> np.ndarray:
     return out
 
 
+def _check_real_scores(name: str, arr: np.ndarray) -> None:
+    """Raises unless `arr` is a 1-D array of at least one real (bool, integer or float)
+    score: a TypeError for another dtype, a ValueError for another shape; the message
+    names `name`."""
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold real numbers (a bool, integer or float array), got dtype {arr.dtype}"
+        )
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of scores, got shape {arr.shape}")
+    if arr.size < 1:
+        raise ValueError(f"{name} must hold at least one score, got 0")
+
+
 def counts_at(sorted_in: np.ndarray, sorted_out: np.ndarray, thresholds) -> tuple:
     """Returns `(fp, fn)` int arrays at each threshold, from sorted score arrays."""
     thresholds = np.asarray(thresholds, dtype=np.float64)

@@ -470,6 +470,24 @@ class CanaryScoreAuditor:
             return found.eps, [found], {"num_thresholds": k}
         raise TypeError(f"unsupported threshold strategy {strategy!r}")  # a subclass
 
+    def _clopper_pearson_run(self, strategy, significance, delta, one_sided) -> tuple:
+        """`epsilon_clopper_pearson`'s argument checks, then `_run` with its search."""
+        _check_significance(significance, 0.5)
+        _check_delta(delta, zero_ok=True)
+        search = CanaryScoreAuditor._clopper_pearson
+        return self._run(strategy, search, significance, delta, one_sided)
+
+    def _one_run_epsilon(self, search, strategy, significance, delta, one_sided) -> float:
+        """The one-run methods' argument checks, then the eps of `_run` with `search`."""
+        _check_significance(significance, 1.0)
+        _check_delta(delta, zero_ok=False)
+        if not one_sided:
+            raise ValueError("one_sided must be True.")
+        if delta == 1:
+            return 0.0  # every run is (0, 1)-DP
+        eps, _, _ = self._run(strategy, search, significance, delta, one_sided)
+        return float(eps)
+
     # jax_privacy's methods.
 
     def epsilon_clopper_pearson(
@@ -495,10 +513,7 @@ class CanaryScoreAuditor:
         Raises:
             ValueError: `significance` or `delta` out of range, a split part empty.
         """
-        _check_significance(significance, 0.5)
-        _check_delta(delta, zero_ok=True)
-        search = CanaryScoreAuditor._clopper_pearson
-        eps, _, _ = self._run(threshold_strategy, search, significance, delta, one_sided)
+        eps, _, _ = self._clopper_pearson_run(threshold_strategy, significance, delta, one_sided)
         return float(eps)
 
     def epsilon_clopper_pearson_result(
@@ -521,11 +536,10 @@ class CanaryScoreAuditor:
         `extras` holds the strategy, `one_sided`, the per-rate level, and under
         `MultiSplit` every split's bound and seed, under `Bonferroni` K.
         """
-        _check_significance(significance, 0.5)
-        _check_delta(delta, zero_ok=True)
+        eps, founds, info = self._clopper_pearson_run(
+            threshold_strategy, significance, delta, one_sided
+        )
         strategy = as_strategy(threshold_strategy)
-        search = CanaryScoreAuditor._clopper_pearson
-        eps, founds, info = self._run(strategy, search, significance, delta, one_sided)
         order = sorted(range(len(founds)), key=lambda i: founds[i].eps)
         shown = founds[order[len(founds) // 2]]
         guarantee = _guarantee(strategy, info)
@@ -580,15 +594,8 @@ class CanaryScoreAuditor:
         Raises:
             ValueError: arguments out of range, `one_sided=False`.
         """
-        _check_significance(significance, 1.0)
-        _check_delta(delta, zero_ok=False)
-        if not one_sided:
-            raise ValueError("one_sided must be True.")
-        if delta == 1:
-            return 0.0  # every run is (0, 1)-DP
         search = CanaryScoreAuditor._one_run
-        eps, _, _ = self._run(threshold_strategy, search, significance, delta, one_sided)
-        return float(eps)
+        return self._one_run_epsilon(search, threshold_strategy, significance, delta, one_sided)
 
     def epsilon_one_run_fdp(
         self,
@@ -616,15 +623,8 @@ class CanaryScoreAuditor:
         Raises:
             ValueError: arguments out of range, `one_sided=False`.
         """
-        _check_significance(significance, 1.0)
-        _check_delta(delta, zero_ok=False)
-        if not one_sided:
-            raise ValueError("one_sided must be True.")
-        if delta == 1:
-            return 0.0
         search = functools.partial(CanaryScoreAuditor._one_run, fdp=True)
-        eps, _, _ = self._run(threshold_strategy, search, significance, delta, one_sided)
-        return float(eps)
+        return self._one_run_epsilon(search, threshold_strategy, significance, delta, one_sided)
 
     def epsilon_from_gdp(self, significance: float, delta: float, eps_tol: float = 1e-6) -> float:
         """The GDP-based epsilon of jax_privacy (arXiv:2302.07956, module docstring).

@@ -181,6 +181,20 @@ def scalar_fields(
     )
 
 
+def _run_specs(steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups):
+    """`(T, q, sigma, C, lr, number of data groups)` strategies from the keywords that
+    `linear_constructions` and `scalar_constructions` share (`_spec`; by default T in
+    `_STEPS`, q and sigma log-uniform in [0.05, 1] and [0.5, 4], C = lr = 1, 0-2 groups)."""
+    return (
+        _spec(steps, st.sampled_from(_STEPS), _ints(1, 10)),
+        _spec(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0)),
+        _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0)),
+        _spec(clip_norm, st.just(1.0), _logs(0.1, 10.0)),
+        _spec(learning_rate, st.just(1.0), _logs(0.1, 10.0)),
+        _spec(groups, st.integers(0, 2), _ints(0, 2)),
+    )
+
+
 def linear_constructions(
     *,
     steps=None,
@@ -207,12 +221,9 @@ def linear_constructions(
     (either, half and half).
     T is static in the exact engine, so by default it is one of 1, 2, 5, 10.
     """
-    steps_s = _spec(steps, st.sampled_from(_STEPS), _ints(1, 10))
-    q_s = _spec(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0))
-    sigma_s = _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
-    c_s = _spec(clip_norm, st.just(1.0), _logs(0.1, 10.0))
-    lr_s = _spec(learning_rate, st.just(1.0), _logs(0.1, 10.0))
-    g_s = _spec(groups, st.integers(0, 2), _ints(0, 2))
+    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs(
+        steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups
+    )
     period_s = _spec(period, st.just(1), _ints(1, 3))
     batching_s = _choice(batching, ("poisson", "fixed"))
 
@@ -398,12 +409,9 @@ def scalar_constructions(
     "poisson"/"fixed" or None (either); `schedule` a `CanarySchedule`, a strategy of them,
     or None (every step in two draws of five, else every(2), only(1) or only(T)).
     """
-    steps_s = _spec(steps, st.sampled_from(_STEPS), _ints(1, 10))
-    q_s = _spec(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0))
-    sigma_s = _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
-    c_s = _spec(clip_norm, st.just(1.0), _logs(0.1, 10.0))
-    lr_s = _spec(learning_rate, st.just(1.0), _logs(0.1, 10.0))
-    g_s = _spec(groups, st.integers(0, 2), _ints(0, 2))
+    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs(
+        steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups
+    )
     batching_s = _choice(batching, ("poisson", "fixed"))
     projected_s = _choice(projected, (False, True))
 
