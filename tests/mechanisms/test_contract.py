@@ -93,7 +93,7 @@ def test_same_key_same_scores_and_finite(mechanism_class):
     _check(mechanism_class, "determinism", "finite")
 
 
-@pytest.mark.slow  # two more compilations per example (~5-15 s each on 2 CPU cores)
+@pytest.mark.slow  # one more compilation per example (~5-15 s on 2 CPU cores)
 def test_chunk_size_invariance(mechanism_class):
     _check(mechanism_class, "chunking")
 
