@@ -180,9 +180,12 @@ def audit(
             `"multi_split"` (the lower median of `num_splits` split bounds at level
             (1 - c) / 2, Meinshausen et al. 2009; held out) or `"bonferroni"` (the best
             of all thresholds at level (1 - c) / K; placed at the observed scores, so not
-            held out); or `"projected_split"` (two thresholds chosen on a
-            `selection_fraction` of the runs with counts projected to the rest, counted
-            on the others with Bonferroni over the two: held out).
+            held out); or advsim's own, held out: `"projected_split"` (two thresholds
+            chosen on a `selection_fraction` of the runs with counts projected to the
+            rest, counted on the others with Bonferroni over the two) and `"rank_split"`
+            (up to two tests planned on a `selection_fraction` of the runs, each placed
+            at a rank of the counting part; the best held-out strategy measured against
+            jax_privacy's, `advsim figure threshold_vs_jax_privacy`).
         sides: `"two"` (default): both orders of the neighbouring pair, the larger of the
             two (eps, delta) inequalities of the test; `"one"`: only
             `P(score >= tau) <= e^eps Q(score >= tau) + delta` ("score high means canary
@@ -195,8 +198,9 @@ def audit(
         min_count: least counts at a threshold used by the point estimate.
         threshold: the test's threshold, required by and only by `"explicit"`.
         num_splits: splits of `"multi_split"` (default 21); only with it.
-        selection_fraction: the share of each world that chooses the thresholds of
-            `"projected_split"`, in (0, 1) (default 0.15); only with it.
+        selection_fraction: the share of each world that plans the thresholds of
+            `"projected_split"` (default 0.15) or `"rank_split"` (default 0.1), in
+            (0, 1); only with them.
 
     Returns:
         An `AuditResult` (`extras["sides"]` records `sides`).
@@ -264,11 +268,5 @@ def audit(
         raise ValueError(
             f"threshold_selection={strategy!r} needs a one-threshold audit "
             f"('eps_delta', 'gdp', 'family'), got method={method!r}"
-        )
-    if strategy == "bonferroni" and delta == 0:
-        # audits._strategies.bonferroni_audit checks delta in (0, 1) itself.
-        raise ValueError(
-            "threshold_selection='bonferroni' does not take delta = 0 (pure DP) yet; pass a "
-            "delta in (0, 1), or another threshold_selection"
         )
     return strategy_audit(strategy, auditor, scores, delta=delta, accounting=accounting, **options)

@@ -538,8 +538,8 @@ _STRATEGY_FLAGS = {
     "selection_fraction": (
         float,
         "F",
-        "--threshold projected_split only: the share of each world that chooses the "
-        "thresholds, in (0, 1) (default: that of advsim.audits.audit)",
+        "--threshold projected_split or rank_split only: the share of each world that "
+        "plans the thresholds, in (0, 1) (default: that of advsim.audits.audit)",
     ),
 }
 

@@ -54,6 +54,7 @@ THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = {
     "multi_split": ("num_splits",),
     "projected_split": ("selection_fraction",),
     "bonferroni": (),
+    "rank_split": ("selection_fraction",),
 }
 
 #: The threshold options by their sweep key (`STRATEGY_KEYS` of `advsim.sweep._config`):

@@ -14,7 +14,7 @@ import functools
 import math
 from collections.abc import Mapping
 
-from advsim.audits._strategies import PROJECTED_SPLIT_MIN_SCORES
+from advsim.audits._strategies import PROJECTED_SPLIT_MIN_SCORES, RANK_SPLIT_MIN_SCORES
 from advsim.bounds import gdp_epsilon
 from advsim.bounds._composition import _VDI as COMPOSITION_VDI
 from advsim.bounds._pld_fast import MAX_GRID_POINTS, grid_size, smallest_sigma
@@ -71,15 +71,20 @@ def check_cell(config, cell, mechanism, where: str) -> tuple[int, float, int]:
     p = cell.params
     acc = mechanism.accounting()
     q, n = acc.sampling_prob, acc.num_canary_steps
-    if config.mode == "audit" and p.get("threshold_selection") == "projected_split":
-        if p["trials"] < PROJECTED_SPLIT_MIN_SCORES:
+    selection = p.get("threshold_selection")
+    if config.mode == "audit" and selection in ("projected_split", "rank_split"):
+        least = {
+            "projected_split": PROJECTED_SPLIT_MIN_SCORES,
+            "rank_split": RANK_SPLIT_MIN_SCORES,
+        }[selection]
+        if p["trials"] < least:
             raise CellError(
                 where,
                 "trials",
                 p,
-                f"threshold_selection='projected_split' needs trials >= "
-                f"{PROJECTED_SPLIT_MIN_SCORES} (at least one run per world chooses the "
-                f"thresholds and two are counted), got trials={p['trials']}",
+                f"threshold_selection={selection!r} needs trials >= {least} (at least one "
+                f"run per world plans the thresholds and two are counted), got "
+                f"trials={p['trials']}",
             )
     vdi = p.get("composition_discretization", COMPOSITION_VDI)
     if q == 1.0:  # the composition is exactly Gaussian: no grid

@@ -108,12 +108,10 @@ def test_pure_dp_where_the_mathematics_allows(scores):
     expected = max(0.0, math.log((1 - fnr_ub) / fpr_ub), math.log((1 - fpr_ub) / fnr_ub))
     assert pure.eps_lower == pytest.approx(expected, abs=1e-12)
     assert pure.eps_lower > approx.eps_lower > 0
-    # Every strategy but bonferroni (whose own check refuses 0 for now) takes it.
-    for sel, options in [("same", {}), ("multi_split", {"num_splits": 3}),
-                         ("projected_split", {})]:  # fmt: skip
+    # Every strategy takes it.
+    for sel, options in [("same", {}), ("multi_split", {"num_splits": 3}), ("bonferroni", {}),
+                         ("projected_split", {}), ("rank_split", {})]:  # fmt: skip
         assert audit(scores, threshold_selection=sel, **options).delta == 0.0
-    with pytest.raises(ValueError, match="'bonferroni' does not take delta = 0"):
-        audit(scores, threshold_selection="bonferroni")
 
 
 @pytest.mark.parametrize(

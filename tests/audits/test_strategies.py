@@ -1,7 +1,8 @@
 """jax_privacy's threshold strategies as threshold_selection values: explicit, multi-split
 (lower median at alpha / 2), Bonferroni; equal to jax_privacy where both compute the same
-quantity, and a test for each difference by design. advsim's projected split: held out,
-and at least as tight as jax_privacy's best on Gaussian scores (slow)."""
+quantity, and a test for each difference by design. advsim's projected split and rank
+split: held out, their bounds written out, calibrated where every threshold is tight
+(slow), and rank split at least as tight as jax_privacy's best on Gaussian scores (slow)."""
 
 import inspect
 import math
@@ -73,7 +74,9 @@ def test_bonferroni_is_jax_privacys_search_at_level_alpha_over_k():
     assert not r.guarantee.held_out and "Bonferroni" in r.guarantee.multiplicity
 
 
-@pytest.mark.parametrize("sel", ["split", "multi_split", "projected_split", "bonferroni", "same"])
+@pytest.mark.parametrize(
+    "sel", ["split", "multi_split", "projected_split", "rank_split", "bonferroni", "same"]
+)
 def test_sound_on_gaussian_scores(sel):
     # N(2, 1) vs N(0, 1): exact eps 9.997 at delta 1e-5 (Corollary 2.13, arXiv:1905.02383).
     s = _gaussian(2.0, 20_000, 3)
@@ -92,6 +95,7 @@ def test_threshold_selections_come_from_the_registry_and_the_strategies():
     names = tuple(THRESHOLD_SELECTIONS)
     assert set(names[: len(own)]) == own and names[len(own) :] == STRATEGIES
     assert THRESHOLD_SELECTIONS["projected_split"] == ("selection_fraction",)
+    assert THRESHOLD_SELECTIONS["rank_split"] == ("selection_fraction",)
     assert THRESHOLD_SELECTIONS["multi_split"] == ("num_splits",)
     assert THRESHOLD_SELECTIONS["explicit"] == ("threshold",)
     options = {o for opts in THRESHOLD_SELECTIONS.values() for o in opts}
@@ -126,6 +130,7 @@ def test_explicit_matches_audit_at_threshold():
         (dict(selection_fraction=0.2), "selection_fraction applies to threshold_selection="),
         (dict(threshold_selection="bonferroni", num_splits=3), "num_splits applies to"),
         (dict(threshold_selection="projected_split", selection_fraction=1.0), "selection_frac"),
+        (dict(threshold_selection="rank_split", selection_fraction=0.0), "selection_frac"),
     ],
 )
 def test_bad_input_names_the_parameter(kwargs, match):
@@ -169,6 +174,134 @@ def test_projected_split_counts_on_the_held_out_part():
     r2 = audit(moved, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
     assert r2.extras["thresholds_counted"] == r.extras["thresholds_counted"]
     assert r2.eps_lower != r.eps_lower
+
+
+def _cp(k, n, level):
+    """Clopper-Pearson upper bound, written out (scipy's Beta quantile)."""
+    return 1.0 if k >= n else float(scipy.stats.beta.ppf(1.0 - level, k + 1, n - k))
+
+
+def _eps_delta(fpr_ub, fnr_ub):
+    """The two (eps, delta) inequalities of one test solved for eps, the larger (>= 0)."""
+    terms = [0.0]
+    for num, den in ((1.0 - fnr_ub - DELTA, fpr_ub), (1.0 - fpr_ub - DELTA, fnr_ub)):
+        if num > 0 and den > 0:
+            terms.append(math.log(num) - math.log(den))
+    return max(terms)
+
+
+def _rank_split_parts(s, seed, frac):
+    """The definition of the split: the seed's generator permutes canary_in, then
+    canary_out; the first round(frac n) of each plan, the rest (sorted) are counted."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for x in (np.asarray(s.canary_in), np.asarray(s.canary_out)):
+        perm = rng.permutation(x.size)
+        cut = round(frac * x.size)
+        parts.append((np.sort(x[perm[:cut]]), np.sort(x[perm[cut:]])))
+    return parts
+
+
+@pytest.mark.parametrize("mu, seed", [(2.0, 1), (0.5, 2), (1.0, 3)])
+def test_rank_split_bounds_each_test_as_written(mu, seed):
+    # Each counted test, recomputed from its plan: an upper test says "in" above the
+    # (k+1)-th largest counting out-score and bounds its FPR by the order statistic's
+    # Clopper-Pearson bound at k (whatever the count); a lower test says "in" from the
+    # (j+1)-th smallest counting in-score on, its FNR bounded at j; the other rate is
+    # counted. The levels of all bounds add up to 1 - c.
+    n = 8000
+    s = _gaussian(mu, n, seed)
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split", seed=seed)
+    (_, cnt_in), (_, cnt_out) = _rank_split_parts(s, seed, 0.1)
+    m_in, m_out = cnt_in.size, cnt_out.size
+    assert r.n_in == m_in == n - 800 and r.rigorous and r.extras["placement"] == "ranks"
+    tests = r.extras["tests"]
+    assert 1 <= len(tests) <= 2
+    assert sum(t["fpr_level"] + t["fnr_level"] for t in tests) == pytest.approx(0.05)
+    for t in tests:
+        if t["side"] == "upper":
+            tau = np.nextafter(cnt_out[m_out - 1 - t["rank"]], np.inf)
+            fp_bound, fn_bound = t["rank"], int(np.sum(cnt_in < tau))
+        else:
+            tau = cnt_in[t["rank"]]
+            fp_bound, fn_bound = int(np.sum(cnt_out >= tau)), t["rank"]
+        assert t["threshold"] == tau
+        expected = _eps_delta(
+            _cp(fp_bound, m_out, t["fpr_level"]), _cp(fn_bound, m_in, t["fnr_level"])
+        )
+        assert t["eps_lower"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert r.eps_lower == max(t["eps_lower"] for t in tests)
+    assert r.eps_lower <= bounds.gdp_epsilon(DELTA, mu)
+
+
+def test_rank_split_plans_on_the_held_out_part_only():
+    # Moving every counting score leaves the plan (sides, ranks, levels) where it was; the
+    # thresholds move with the counting scores they are placed at.
+    n, seed = 6000, 4
+    s = _gaussian(1.5, n, 8)
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split", seed=seed)
+    rng = np.random.default_rng(seed)
+    perm_in, perm_out = rng.permutation(n), rng.permutation(n)
+    cut = round(0.1 * n)
+    cin = np.asarray(s.canary_in).copy()
+    cin[perm_in[cut:]] += 0.3
+    cout = np.asarray(s.canary_out).copy()
+    cout[perm_out[cut:]] -= 0.2
+    r2 = audit(Scores(cin, cout), "eps_delta", delta=DELTA, threshold_selection="rank_split",
+               seed=seed)  # fmt: skip
+
+    def plan(result):
+        keys = ("side", "rank", "fpr_level", "fnr_level", "projected")
+        return [tuple(t[k] for k in keys) for t in result.extras["tests"]]
+
+    assert plan(r2) == plan(r)
+    assert r2.eps_lower > r.eps_lower  # the counting scores moved apart
+
+
+def test_rank_split_places_tied_scores_at_values():
+    # Binomial scores tie (21 values): the tests are placed at values planned on the
+    # planning part, and both rates are counted at them.
+    rng = np.random.default_rng(5)
+    n = 5000
+    s = Scores(rng.binomial(20, 0.6, n).astype(float), rng.binomial(20, 0.5, n).astype(float))
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split", seed=2)
+    assert r.extras["placement"] == "values" and r.rigorous
+    (_, cnt_in), (_, cnt_out) = _rank_split_parts(s, 2, 0.1)
+    for t in r.extras["tests"]:
+        tau = t["value_threshold"]
+        assert t["rank"] is None and t["threshold"] == tau and float(tau).is_integer()
+        fp, fn = int(np.sum(cnt_out >= tau)), int(np.sum(cnt_in < tau))
+        expected = _eps_delta(_cp(fp, cnt_out.size, t["fpr_level"]),
+                              _cp(fn, cnt_in.size, t["fnr_level"]))  # fmt: skip
+        assert t["eps_lower"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_rank_split_reaches_beyond_the_planning_parts_extreme():
+    # 0.9 N(0, 1) + 0.1 N(4, 1) vs N(0, 1): the in-scores' tail outruns every out-score,
+    # so the best test says "in" above the largest counting out-score (rank 0), a place
+    # no value chosen on the planning part can take; it gets most of its level on the FPR.
+    rng = np.random.default_rng(6)
+    n = 10_000
+    cin = np.where(rng.random(n) < 0.1, rng.normal(4.0, 1.0, n), rng.normal(0.0, 1.0, n))
+    s = Scores(cin, rng.normal(0.0, 1.0, n))
+    r = audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split", seed=1)
+    [t] = r.extras["tests"]  # the lower side (its in-tail is N(0, 1)'s) was dropped
+    assert t["side"] == "upper" and t["rank"] <= 2 and t["fpr_level"] > t["fnr_level"]
+    (_, _), (planning_out, _) = _rank_split_parts(s, 1, 0.1)
+    assert r.threshold > planning_out.max()
+    planned = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=1)
+    assert r.eps_lower > planned.eps_lower
+
+
+def test_rank_split_sizes_and_options():
+    s = _gaussian(1.0, 5, 9)
+    with pytest.raises(ValueError, match="at least 3 scores per world"):
+        audit(_gaussian(1.0, 2, 9), "eps_delta", delta=DELTA, threshold_selection="rank_split")
+    assert audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split").rigorous
+    r = audit(_gaussian(1.0, 4000, 9), "gdp", delta=DELTA, threshold_selection="rank_split",
+              selection_fraction=0.2)  # fmt: skip
+    assert r.extras["selection_fraction"] == 0.2 and r.n_in == 3200
+    assert r.guarantee.held_out and "mu_lower" in r.guarantee.certified
 
 
 def _pure_dp_scores(eps0, n, rng):
@@ -230,7 +363,11 @@ def test_projected_split_covers_where_every_threshold_is_tight():
 @pytest.mark.slow
 def test_projected_split_at_least_as_tight_as_jax_privacys_best():
     # N(2, 1) vs N(0, 1), 10^5 per world, delta 1e-5, seeds 0-5 (exact eps 9.997), split
-    # seed = data seed. Medians measured: advsim
+    # seed = data seed. (The scores and the split then come from one generator stream,
+    # which couples them: with independent draws, default_rng(1000 + seed) for the scores,
+    # the medians are projected_split 5.26 against Bonferroni() 5.43 (rank_split 5.43), and
+    # the figure threshold_vs_jax_privacy has 20 such score sets per row; this test keeps
+    # the numbers below as they were measured.) Medians measured: advsim
     # projected_split 5.35 (split 5.05, multi_split 4.89, bonferroni 4.81) against
     # jax_privacy's Split 5.16, MultiSplit(21) 5.04 and Bonferroni() 5.24 (sound as far
     # as measured, above). Where advsim lost: "split" chooses on half the runs at the
@@ -257,3 +394,59 @@ def test_projected_split_at_least_as_tight_as_jax_privacys_best():
             theirs[name].append(eps)
     best_theirs = max(np.median(v) for v in theirs.values())
     assert np.median(ours) >= best_theirs
+
+
+@pytest.mark.slow
+def test_rank_split_covers_where_every_threshold_is_tight():
+    # The pure pair at confidence 0.8, as for projected_split above: at most the
+    # 0.999-quantile of Binomial(reps, 0.2) of the bounds above the exact eps(delta), and
+    # not vacuous (median within 15% of the truth). The scores and the split are drawn
+    # from different seeds (9000 + rep and rep).
+    eps0, n, reps = 1.0, 10_000, 300
+    vals = []
+    for rep in range(reps):
+        cin, cout, a = _pure_dp_scores(eps0, n, np.random.default_rng(9000 + rep))
+        r = audit(Scores(cin, cout), "eps_delta", delta=DELTA, confidence=0.8,
+                  threshold_selection="rank_split", seed=rep)  # fmt: skip
+        vals.append(r.eps_lower)
+    truth = math.log(math.exp(eps0) - DELTA / a)
+    assert np.sum(np.array(vals) > truth) <= scipy.stats.binom.ppf(0.999, reps, 0.2)
+    assert np.median(vals) > 0.85 * truth
+
+
+@pytest.mark.slow
+def test_rank_split_at_least_as_tight_as_jax_privacys_best():
+    # A weak canary with a strong tail: 0.9 N(0, 1) + 0.1 N(4, 1) vs N(0, 1), 10^4 per
+    # world, delta 1e-5, 10 score sets from default_rng(2000 + seed), split seed = seed.
+    # Medians measured: rank_split 4.91 (projected_split 3.99) against jax_privacy's
+    # Split(0.5) 3.95, MultiSplit(21) 3.82, Bonferroni() 4.27 (two-sided; one-sided gives
+    # the same: the second inequality never wins here). The in-scores' tail outruns every
+    # out-score: rank_split's test sits above the largest counting out-score (rank 0),
+    # beyond anything a threshold chosen on part of the runs can reach; Bonferroni()
+    # counts all runs at level 0.05 / ~22 (its hull thresholds). The figure
+    # threshold_vs_jax_privacy has six families at three sizes.
+    auditing = pytest.importorskip("jax_privacy.auditing")
+    ours, projected, theirs = [], [], {"split": [], "multi_split": [], "bonferroni": []}
+    for seed in range(10):
+        rng = np.random.default_rng(2000 + seed)
+        n = 10_000
+        cin = np.where(rng.random(n) < 0.1, rng.normal(4.0, 1.0, n), rng.normal(0.0, 1.0, n))
+        s = Scores(cin, rng.normal(0.0, 1.0, n))
+        r = audit(s, "eps_delta", delta=DELTA, threshold_selection="rank_split", seed=seed)
+        assert r.rigorous
+        ours.append(r.eps_lower)
+        p = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
+        projected.append(p.eps_lower)
+        jp = auditing.CanaryScoreAuditor(np.asarray(s.canary_in), np.asarray(s.canary_out))
+        for name, strategy in (
+            ("split", auditing.Split(0.5, seed)),
+            ("multi_split", auditing.MultiSplit(21, 0.5, seed)),
+            ("bonferroni", auditing.Bonferroni()),
+        ):
+            eps = jp.epsilon_clopper_pearson(
+                0.05, DELTA, one_sided=False, threshold_strategy=strategy
+            )
+            theirs[name].append(eps)
+    medians = {name: np.median(v) for name, v in theirs.items()}
+    assert np.median(ours) >= max(medians.values())
+    assert np.median(projected) >= max(medians["split"], medians["multi_split"])

@@ -1,0 +1,390 @@
+"""advsim's threshold strategies against jax_privacy's, on score families nobody tuned to.
+
+Every row is one score family at one size (`per_world` scores in each world) and
+`params.seeds` independent score sets (one count for every size, or one per size). On
+each set every strategy runs on the same scores (the eps_delta audit, delta =
+`params.delta`, confidence = `params.confidence`, split seed = the set's index; the scores
+come from a generator seeded with (index, family, size), so the split is independent of
+them):
+
+- advsim: `"split"` and every strategy of `advsim.audits._strategies.STRATEGIES` but
+  `"explicit"` (`"multi_split"`, `"bonferroni"`, `"projected_split"`, `"rank_split"`, ...),
+  each with its guarantee's `held_out` flag;
+- jax_privacy (imported here; a test dependency of advsim): `CanaryScoreAuditor.
+  epsilon_clopper_pearson` with `Split(0.5, seed)`, `MultiSplit(num_splits, 0.5, seed)`
+  (both held out) and `Bonferroni()` (not held out: it counts every run and divides the
+  level by the number of thresholds on the hull of the observed ROC, chosen after seeing
+  the scores), each two-sided and one-sided.
+
+The `threshold_vs_jax_privacy` table puts the best median of advsim's held-out strategies
+beside the best median of all of jax_privacy's, their ratio with a 95% bootstrap interval
+(the score sets resampled, both strategies together) and the number of score sets on which
+advsim's is at least jax_privacy's, and, where advsim is behind, why. Two reference
+numbers help: the median of an oracle (the eps_delta bound at one threshold fixed in
+advance where the pair's expected bound is largest, found on 2 x 10^6 draws per world,
+counted on all runs at level (1 - c) / 2 per rate: what one test placed perfectly
+reaches), and the median number of hull thresholds jax_privacy's Bonferroni() takes the
+best of on the same runs. `threshold_strategies` (not printed) has every strategy's
+median.
+
+The `threshold_calibration` table repeats strategies `params.calibration.repeats` times on
+the Laplace pair (`laplace`: Laplace(shift, 1) vs Laplace(0, 1), exact eps(delta) =
+shift + 2 log(1 - delta), reached by every threshold at or beyond the shift) and counts the
+repeats whose eps_lower exceeds the exact eps. A held-out strategy claims an (eps, delta)
+bound at confidence c, so the count must stay within the 0.999-quantile of
+Binomial(repeats, 1 - c) (`check` pass / FAIL, the rule of `advsim.testing.Calibration`);
+`"same"` (threshold chosen and counted on the same runs) and jax_privacy's Bonferroni()
+are measured, not claimed (`check` "measured"): the first shows the check has the power
+to see a bound that ignores its selection.
+
+Each row is a file in OUT/cells/ (written atomically, with the configuration it was
+computed under), reused with --resume when that configuration matches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+
+import numpy as np
+import scipy.optimize
+import scipy.stats
+
+from advsim import Scores
+from advsim._io import write_json
+from advsim.audits import AssumptionRejectedWarning, audit
+from advsim.audits._eps_delta import eps_delta_terms
+from advsim.audits._strategies import STRATEGIES
+from advsim.audits._threshold import clopper_pearson_upper, counts_at
+from advsim.bounds import gdp_epsilon
+
+__all__ = [
+    "FAMILIES",
+    "compute_threshold_strategies",
+    "exact_epsilon",
+    "sample_scores",
+]
+
+#: Each family: (code for the seed, description). Its scores come from `sample_scores`.
+FAMILIES = {
+    "gaussian_strong": (1, "N(2, 1) vs N(0, 1)"),
+    "gaussian_weak": (2, "N(0.5, 1) vs N(0, 1)"),
+    "laplace": (3, "Laplace(1, 1) vs Laplace(0, 1)"),
+    "mixture": (4, "0.9 N(0, 1) + 0.1 N(4, 1) vs N(0, 1)"),
+    "student_t": (5, "t3 + 2 vs t3"),
+    "binomial": (6, "Binomial(20, 0.6) vs Binomial(20, 0.5)"),
+}
+#: The Laplace pair's shift (its exact eps at delta 0).
+LAPLACE_SHIFT = 1.0
+#: Draws per world of the reference sample that places the oracle's threshold.
+_REFERENCE = 2_000_000
+
+
+def _draw(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if family == "gaussian_strong":
+        return rng.normal(2.0, 1.0, n), rng.normal(0.0, 1.0, n)
+    if family == "gaussian_weak":
+        return rng.normal(0.5, 1.0, n), rng.normal(0.0, 1.0, n)
+    if family == "laplace":
+        return rng.laplace(LAPLACE_SHIFT, 1.0, n), rng.laplace(0.0, 1.0, n)
+    if family == "mixture":
+        tail = rng.random(n) < 0.1
+        return np.where(tail, rng.normal(4.0, 1.0, n), rng.normal(0.0, 1.0, n)), rng.normal(
+            0.0, 1.0, n
+        )
+    if family == "student_t":
+        return rng.standard_t(3, n) + 2.0, rng.standard_t(3, n)
+    if family == "binomial":
+        return (rng.binomial(20, 0.6, n).astype(np.float64),
+                rng.binomial(20, 0.5, n).astype(np.float64))  # fmt: skip
+    raise ValueError(f"unknown family {family!r}; the families: {', '.join(FAMILIES)}")
+
+
+def sample_scores(family: str, n: int, seed: int) -> Scores:
+    """`n` scores per world of `family` (`FAMILIES`), from a generator seeded with
+    (seed, family code, n): independent of every split seed the strategies draw from."""
+    return Scores(*_draw(family, n, np.random.default_rng([seed, FAMILIES[family][0], n])))
+
+
+def _hockey_stick(log_p: np.ndarray, log_q: np.ndarray, weights: np.ndarray, eps: float):
+    """max over both orders of sum weights (p - e^eps q)_+ (p, q given by their logs)."""
+    p, q = np.exp(log_p), np.exp(log_q)
+    return max(np.sum(weights * np.maximum(p - math.exp(eps) * q, 0.0)),
+               np.sum(weights * np.maximum(q - math.exp(eps) * p, 0.0)))  # fmt: skip
+
+
+def exact_epsilon(family: str, delta: float) -> float:
+    """The pair's exact eps(delta) (its privacy profile, both orders of the pair): closed
+    forms for the Gaussian (`gdp_epsilon`) and Laplace pairs, the hockey-stick divergence
+    solved for eps elsewhere (exact sums over the Binomial's 21 atoms; a 1.2 x 10^6-point
+    grid on [-60, 60] for the mixture and the t pair)."""
+    if family == "gaussian_strong":
+        return float(gdp_epsilon(delta, 2.0))
+    if family == "gaussian_weak":
+        return float(gdp_epsilon(delta, 0.5))
+    if family == "laplace":  # delta(eps) = 1 - exp((eps - shift) / 2)
+        return LAPLACE_SHIFT + 2.0 * math.log1p(-delta)
+    if family == "binomial":
+        k = np.arange(21)
+        log_p = scipy.stats.binom.logpmf(k, 20, 0.6)
+        log_q = scipy.stats.binom.logpmf(k, 20, 0.5)
+        weights = np.ones(k.size)
+    else:
+        x, dx = np.linspace(-60.0, 60.0, 1_200_001, retstep=True)
+        weights = np.full(x.size, dx)
+        if family == "mixture":
+            log_p = np.logaddexp(np.log(0.9) + scipy.stats.norm.logpdf(x),
+                                 np.log(0.1) + scipy.stats.norm.logpdf(x, 4.0))  # fmt: skip
+            log_q = scipy.stats.norm.logpdf(x)
+        elif family == "student_t":
+            log_p, log_q = scipy.stats.t.logpdf(x - 2.0, 3), scipy.stats.t.logpdf(x, 3)
+        else:
+            raise ValueError(f"unknown family {family!r}")
+    top = float(np.max(np.abs(log_p - log_q))) + 1.0
+    if _hockey_stick(log_p, log_q, weights, 0.0) <= delta:
+        return 0.0
+    return float(scipy.optimize.brentq(
+        lambda e: _hockey_stick(log_p, log_q, weights, e) - delta, 0.0, min(top, 50.0),
+        xtol=1e-10))  # fmt: skip
+
+
+def _oracle_threshold(family: str, n: int, delta: float, confidence: float) -> float:
+    """The threshold whose eps_delta bound, at the pair's expected counts among n runs per
+    world and level (1 - c) / 2 per rate, is largest (rates from `_REFERENCE` draws)."""
+    rng = np.random.default_rng([12345, FAMILIES[family][0]])
+    cin, cout = (np.sort(s) for s in _draw(family, _REFERENCE, rng))
+    taus = np.unique(np.concatenate([cin[::100], cout[::100], [np.nextafter(cout[-1], np.inf)]]))
+    fp, fn = counts_at(cin, cout, taus)
+    alpha = (1.0 - confidence) / 2.0
+    fp_n = np.rint(fp / cout.size * n).astype(np.int64)
+    fn_n = np.rint(fn / cin.size * n).astype(np.int64)
+    terms = eps_delta_terms(clopper_pearson_upper(fp_n, n, alpha),
+                            clopper_pearson_upper(fn_n, n, alpha), delta)  # fmt: skip
+    return float(taus[int(np.argmax(np.maximum(*terms)))])
+
+
+def _jax_privacy():
+    try:
+        from jax_privacy import auditing
+    except ImportError as err:  # pragma: no cover - jax_privacy is a test dependency
+        raise ImportError(
+            "the threshold_vs_jax_privacy figure runs jax_privacy's own strategies: install "
+            "jax-privacy (pip install jax-privacy; a test dependency of advsim)"
+        ) from err
+    return auditing
+
+
+def _advsim_names() -> tuple[str, ...]:
+    return ("split", *(s for s in STRATEGIES if s != "explicit"))
+
+
+def _one_set(scores: Scores, seed: int, p: dict, auditing) -> dict:
+    """{strategy: (eps_lower, held_out, label)} of every strategy on one score set."""
+    delta, c, splits = p["delta"], p["confidence"], p["num_splits"]
+    out = {}
+    for name in _advsim_names():
+        options = {"num_splits": splits} if name == "multi_split" else {}
+        r = audit(scores, "eps_delta", delta=delta, confidence=c, threshold_selection=name,
+                  seed=seed, **options)  # fmt: skip
+        out[f"advsim:{name}"] = (r.eps_lower, r.guarantee.held_out, r.guarantee.label)
+    jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in), np.asarray(scores.canary_out))
+    strategies = {
+        "Split(0.5)": (auditing.Split(0.5, seed), True),
+        f"MultiSplit({splits})": (auditing.MultiSplit(splits, 0.5, seed), True),
+        "Bonferroni()": (auditing.Bonferroni(), False),
+    }
+    for side, one_sided in (("two-sided", False), ("one-sided", True)):
+        for name, (strategy, held_out) in strategies.items():
+            eps = jp.epsilon_clopper_pearson(
+                1.0 - c, delta, one_sided=one_sided, threshold_strategy=strategy
+            )
+            label = "rigorous" if held_out else "optimistic"
+            out[f"jax_privacy:{name} {side}"] = (float(eps), held_out, label)
+    out["hull_thresholds"] = (len(jp._fn_counts), None, None)
+    return out
+
+
+def _paired(row: dict, strategies: list) -> None:
+    """Adds the paired comparison of the two best strategies over the score sets: in how
+    many advsim's is at least jax_privacy's, and a 95% bootstrap interval (2000 resamples
+    of the score sets, both strategies resampled together) for the ratio of medians."""
+    values = {(r["library"], r["strategy"]): np.asarray(r["values"]) for r in strategies}
+    ours = values[("advsim", row["advsim_strategy"])]
+    theirs = values[("jax_privacy", row["jax_strategy"])]
+    row["advsim_ahead_in"] = f"{int(np.sum(ours >= theirs))}/{ours.size}"
+    idx = np.random.default_rng(0).integers(0, ours.size, (2000, ours.size))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.median(ours[idx], axis=1) / np.median(theirs[idx], axis=1)
+    row["ratio_low"], row["ratio_high"] = (float(q) for q in np.quantile(ratios, [0.025, 0.975]))
+
+
+def _why(row: dict) -> str:
+    if row["ratio"] >= 1.0:
+        return ""
+    parts = [f"behind by {100 * (1 - row['ratio']):.1f}%"]
+    if row["ratio_high"] >= 1.0:
+        parts.append(
+            f"within the noise of {row['seeds']} score sets (95% interval of the ratio "
+            f"{row['ratio_low']:.3f}-{row['ratio_high']:.3f}; advsim ahead on "
+            f"{row['advsim_ahead_in']} of them)"
+        )
+    if not row["jax_held_out"]:
+        parts.append(
+            f"{row['jax_strategy']} is not held out: it counts all runs and takes the best "
+            f"of ~{row['jax_hull_thresholds']:.0f} thresholds placed on them (its median "
+            "gains from the luckiest)"
+        )
+    if row["oracle_median_eps_lower"] < row["jax_median_eps_lower"]:
+        parts.append(
+            f"even the oracle's threshold, fixed in advance, has median "
+            f"{row['oracle_median_eps_lower']:.3f}"
+        )
+    else:
+        parts.append("the planning part (10% of the runs) misplaces advsim's tests")
+    return "; ".join(parts)
+
+
+def _row(family: str, n: int, p: dict, auditing) -> dict:
+    start = time.perf_counter()
+    delta, c = p["delta"], p["confidence"]
+    tau = _oracle_threshold(family, n, delta, c)
+    values: dict[str, list] = {}
+    meta: dict[str, tuple] = {}
+    oracle = []
+    for seed in range(p["seeds"]):
+        scores = sample_scores(family, n, seed)
+        for name, (eps, held_out, label) in _one_set(scores, seed, p, auditing).items():
+            values.setdefault(name, []).append(-1.0 if eps is None else float(eps))
+            meta[name] = (held_out, label)
+        r = audit(scores, "eps_delta", delta=delta, confidence=c,
+                  threshold_selection="explicit", threshold=tau)  # fmt: skip
+        oracle.append(float(r.eps_lower))
+    hull = float(np.median(values.pop("hull_thresholds")))
+    meta.pop("hull_thresholds")
+    medians = {name: float(np.median(v)) for name, v in values.items()}
+    ours = {k: v for k, v in medians.items() if k.startswith("advsim:") and meta[k][0]}
+    theirs = {k: v for k, v in medians.items() if k.startswith("jax_privacy:")}
+    a, j = max(ours, key=ours.get), max(theirs, key=theirs.get)
+    row = dict(
+        family=family, scores=FAMILIES[family][1], per_world=n, seeds=p["seeds"],
+        delta=delta, confidence=c, exact_eps=exact_epsilon(family, delta),
+        advsim_strategy=a.split(":", 1)[1], advsim_held_out=meta[a][0],
+        advsim_median_eps_lower=ours[a], advsim_median_guarantee=meta[a][1],
+        jax_strategy=j.split(":", 1)[1], jax_held_out=meta[j][0],
+        jax_median_eps_lower=theirs[j], jax_median_guarantee=meta[j][1],
+        ratio=ours[a] / theirs[j] if theirs[j] > 0 else math.inf,
+        jax_hull_thresholds=hull, oracle_threshold=tau,
+        oracle_median_eps_lower=float(np.median(oracle)),
+        oracle_median_guarantee="oracle (not an audit)",
+    )  # fmt: skip
+    row["strategies"] = [
+        dict(
+            family=family,
+            per_world=n,
+            seeds=p["seeds"],
+            library=k.split(":", 1)[0],
+            strategy=k.split(":", 1)[1],
+            held_out=meta[k][0],
+            median_eps_lower=medians[k],
+            guarantee=meta[k][1],
+            values=values[k],
+        )  # fmt: skip
+        for k in medians
+    ]
+    row["wall_time_s"] = round(time.perf_counter() - start, 1)
+    return row
+
+
+def _calibration_row(spec: dict, cal: dict, delta: float, auditing) -> dict:
+    start = time.perf_counter()
+    strategy, c, n, repeats = spec["strategy"], spec["confidence"], cal["per_world"], cal["repeats"]
+    truth = exact_epsilon("laplace", delta)
+    eps, labels = [], set()
+    for rep in range(repeats):
+        scores = sample_scores("laplace", n, 10_000 + rep)
+        if strategy == "Bonferroni()":
+            jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in),
+                                             np.asarray(scores.canary_out))  # fmt: skip
+            eps.append(float(jp.epsilon_clopper_pearson(1.0 - c, delta, one_sided=False)))
+            labels.add("optimistic")
+            continue
+        r = audit(scores, "eps_delta", delta=delta, confidence=c, threshold_selection=strategy,
+                  seed=rep)  # fmt: skip
+        eps.append(-1.0 if r.eps_lower is None else float(r.eps_lower))
+        labels.add(r.guarantee.label)
+    over = int(np.sum(np.asarray(eps) > truth * (1.0 + 1e-9)))
+    allowed = int(scipy.stats.binom.ppf(0.999, repeats, 1.0 - c))
+    claimed = labels == {"rigorous"}
+    return dict(
+        library="jax_privacy" if strategy == "Bonferroni()" else "advsim", strategy=strategy,
+        scores=FAMILIES["laplace"][1], per_world=n, delta=delta, confidence=c,
+        repeats=repeats, exact_eps=truth, over=over, allowed=allowed,
+        median_eps_lower=float(np.median(eps)), max_eps_lower=float(np.max(eps)),
+        guarantee="/".join(sorted(labels)),
+        check=("pass" if over <= allowed else "FAIL") if claimed else "measured",
+        wall_time_s=round(time.perf_counter() - start, 1),
+    )  # fmt: skip
+
+
+def _cached(fig, name: str, config: dict, compute):
+    """The cell OUT/cells/<name>.json if --resume and it was computed under `config`, else
+    `compute()`, written there."""
+    path = fig.out / "cells" / f"{name}.json"
+    if fig.resume and path.exists():
+        cell = json.loads(path.read_text())
+        if cell.get("config") == config:
+            return cell["row"]
+    row = compute()
+    write_json(path, {"config": config, "row": row})
+    return row
+
+
+def compute_threshold_strategies(fig, rows):
+    """The `threshold_vs_jax_privacy`, `threshold_strategies` and `threshold_calibration`
+    tables (module docstring); each row cached in OUT/cells/."""
+    auditing = _jax_privacy()
+    p = fig.params
+    (fig.out / "cells").mkdir(parents=True, exist_ok=True)
+    table, full, calibration = [], [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssumptionRejectedWarning)
+        seeds = p["seeds"] if isinstance(p["seeds"], list) else [p["seeds"]] * len(p["sizes"])
+        for family in p["families"]:
+            for n, count in zip(p["sizes"], seeds, strict=True):
+                config = dict(family=family, per_world=n, seeds=count, delta=p["delta"],
+                              confidence=p["confidence"], num_splits=p["num_splits"],
+                              strategies=list(_advsim_names()))  # fmt: skip
+                row = _cached(fig, f"{family}-{n}", config,
+                              lambda f=family, n=n, k=count: _row(f, n, {**p, "seeds": k},
+                                                                  auditing))  # fmt: skip
+                strategies = row.pop("strategies")
+                _paired(row, strategies)
+                row["behind"] = _why(row)
+                full += strategies
+                table.append(row)
+                print(f"{family} {n}: advsim {row['advsim_strategy']} "
+                      f"{row['advsim_median_eps_lower']:.3f}, jax_privacy {row['jax_strategy']} "
+                      f"{row['jax_median_eps_lower']:.3f} ({row['ratio']:.3f}) "
+                      f"[{row['wall_time_s']:.0f} s]", flush=True)  # fmt: skip
+        cal = p["calibration"]
+        for spec in cal["strategies"]:
+            config = dict(spec=spec, per_world=cal["per_world"], repeats=cal["repeats"],
+                          delta=p["delta"], shift=LAPLACE_SHIFT)  # fmt: skip
+            name = f"calibration-{spec['strategy']}-{spec['confidence']}"
+            rec = _cached(
+                fig, name, config, lambda s=spec: _calibration_row(s, cal, p["delta"], auditing)
+            )
+            calibration.append(rec)
+    for rec in calibration:
+        if rec["check"] == "FAIL":
+            print(
+                f"FAIL: {rec['strategy']} at confidence {rec['confidence']} exceeded the "
+                f"exact eps {rec['over']}/{rec['repeats']} times (allowed {rec['allowed']})"
+            )
+    return {
+        "threshold_vs_jax_privacy": table,
+        "threshold_strategies": full,
+        "threshold_calibration": calibration,
+    }
