@@ -4,17 +4,20 @@ Prints, in one run on this machine (device kind and count first):
   1. the generator's best rate: jitted `jax.random.normal` samples per second at 10^4 ...
      2.5 x 10^7 samples per call (in cache at the small sizes, through memory at the large);
   2. the 1-D linear process (`LinearProcess` + `ProjectionScore`, 10^6 runs per world by
-     default) at T in {100, 1000} and q in {0.01, 1}, in a fresh one-device process
-     (`ADVSIM_CPU_DEVICES=1`), each round running back to back: `advsim.simulate`, a
+     default) at T in {100, 1000} and q in {0.01, 1}, in a fresh process with advsim's
+     default devices (one host device per core; the hand-written scan and numpy run as
+     they would: XLA's own threads, one numpy thread), each round running back to back:
+     `advsim.simulate`, a
      hand-written jitted `lax.scan` of the same process (the faster of two layouts: every
      run of a world as one vector per step, or 8192-run blocks mapped one after another;
      no coin drawn at q = 1), and a numpy loop; trial-steps per wall second, CPU/wall and
      the load for each, and the ratios engine / scan (target >= 1.0), engine / numpy and
      engine / generator's best;
   3. every core: `advsim.simulate` at T = 100, q = 0.01, 10^6 runs per world, in fresh
-     processes with one host device and with the default (one per core, `advsim._cores`),
-     alternately; wall seconds and CPU/wall of each (targets: CPU/wall >= 1.7 on 2 cores,
-     wall <= 0.6 x one device's);
+     processes, alternately: pinned to one core (`taskset`, one host device), one host
+     device with every core free (XLA's own threads), and the default (one host device
+     per core, `advsim._cores`); wall seconds and CPU/wall of each (targets: CPU/wall >=
+     1.7 on 2 cores, wall <= 0.6 x the one-core run's);
   4. the wait to start: `advsim --help` (best of 5 fresh processes; target < 0.5 s), and
      `advsim audit` run twice with a fresh persistent compilation cache, the first filling
      it: the compile time it reports for each run (target for the second: < 2 s) and its
@@ -22,7 +25,7 @@ Prints, in one run on this machine (device kind and count first):
 
 The medians are over --repeats rounds (one round at T = 1000 unless --repeats is given).
 Usage: python scripts/benchmark_engine.py [--trials 1000000] [--repeats 3] [--quick]
-           [--only {all,generator,rates,cores,startup}]
+           [--only {all,generator,rates,cores,startup} ...]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
 
@@ -64,9 +67,12 @@ def _env(devices: str | None) -> dict:
     return env
 
 
-def _worker(args: list[str], devices: str | None) -> dict:
-    """This script's `--worker ARGS` in a fresh process; the JSON it prints last."""
+def _worker(args: list[str], devices: str | None, one_core: bool = False) -> dict:
+    """This script's `--worker ARGS` in a fresh process (pinned to one core by `taskset`
+    with `one_core`); the JSON it prints last."""
     cmd = [sys.executable, __file__, "--worker", *args]
+    if one_core:
+        cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0))), *cmd]
     out = subprocess.run(cmd, env=_env(devices), capture_output=True, text=True, check=False)
     if out.returncode:
         raise RuntimeError(f"worker {args} failed:\n{out.stderr[-3000:]}")
@@ -179,12 +185,13 @@ def rates_worker(steps: int, q: float, trials: int, repeats: int) -> dict:
 
 
 def rates_rows(trials: int, repeats: int | None, generator_best: float | None) -> None:
-    print(f"1-D linear process, {trials:.0e} runs per world, one host device, trial-steps/s "
-          "per wall second (CPU/wall, load):")  # fmt: skip
+    print(f"1-D linear process, {trials:.0e} runs per world, every core (the engine: one host "
+          "device per core; the others: XLA's threads), trial-steps/s per wall second "
+          "(CPU/wall, load):")  # fmt: skip
     for steps in (100, 1000):
         rounds = repeats or (3 if steps <= 100 else 1)
         for q in (0.01, 1.0):
-            res = _worker(["rates", str(steps), str(q), str(trials), str(rounds)], "1")
+            res = _worker(["rates", str(steps), str(q), str(trials), str(rounds)], None)
             work = 2 * trials * steps
             rate = {k: work / v[0] for k, v in res.items() if k != "devices"}
             scan = max(("scan_vector", "scan_blocks"), key=rate.get)
@@ -216,10 +223,12 @@ def cores_worker(steps: int, q: float, trials: int) -> dict:
 
 
 def cores_rows(trials: int, repeats: int) -> None:
-    one, every = [], []
+    pinned, one, every = [], [], []
+    args = ["cores", "100", "0.01", str(trials)]
     for _ in range(repeats):
-        one.append(_worker(["cores", "100", "0.01", str(trials)], "1"))
-        every.append(_worker(["cores", "100", "0.01", str(trials)], None))
+        pinned.append(_worker(args, "1", one_core=True))
+        one.append(_worker(args, "1"))
+        every.append(_worker(args, None))
 
     def summary(rows):
         wall = statistics.median(r["wall"] for r in rows)
@@ -227,11 +236,16 @@ def cores_rows(trials: int, repeats: int) -> None:
         load = statistics.median(r["load"] for r in rows)
         return wall, ratio, load, rows[0]["devices"]
 
-    (w1, c1, l1, d1), (wn, cn, ln, dn) = summary(one), summary(every)
-    print(f"every core, T=100 q=0.01, {trials:.0e} runs per world, median of {repeats}: "
-          f"{d1} device {w1:.2f} s (CPU/wall {c1:.2f}, load {l1:.1f}); default {dn} devices "
-          f"{wn:.2f} s (CPU/wall {cn:.2f}, load {ln:.1f}; target >= 1.7); wall ratio "
-          f"{wn / w1:.2f} (target <= 0.6)")  # fmt: skip
+    (w0, c0, l0, _), (w1, c1, l1, d1) = summary(pinned), summary(one)
+    wn, cn, ln, dn = summary(every)
+    print(f"every core, T=100 q=0.01, {trials:.0e} runs per world, median of {repeats}:")
+    print(
+        f"  one core (taskset, 1 device) {w0:.2f} s (CPU/wall {c0:.2f}, load {l0:.1f}); "
+        f"{d1} device, every core free {w1:.2f} s (CPU/wall {c1:.2f}, load {l1:.1f}); "
+        f"default {dn} devices {wn:.2f} s (CPU/wall {cn:.2f}, load {ln:.1f}; target >= 1.7)"
+    )
+    print(f"  wall of the default over one core {wn / w0:.2f} (target <= 0.6), over one "
+          f"device {wn / w1:.2f}")  # fmt: skip
 
 
 # --- 4. the wait to start ------------------------------------------------------------------
@@ -274,7 +288,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--trials", type=float, default=1e6, help="runs per world (rows 2, 3)")
     parser.add_argument("--repeats", type=int, default=None, help="rounds (default 3; 1 at T=1000)")
     parser.add_argument("--only", choices=("all", "generator", "rates", "cores", "startup"),
-                        default="all")  # fmt: skip
+                        nargs="+", default=["all"], help="which rows (one or more)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="10^5 runs, fewer rounds")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     return parser
@@ -297,12 +311,12 @@ def main(argv=None) -> None:
     devices = jax.devices()
     print(f"jax {jax.__version__}: {len(devices)} x {devices[0].device_kind} "
           f"({jax.default_backend()}), {os.cpu_count()} CPUs, load {_load():.1f}")  # fmt: skip
-    best = generator_rates(args.quick) if args.only in ("all", "generator") else None
-    if args.only in ("all", "rates"):
+    best = generator_rates(args.quick) if {"all", "generator"} & set(args.only) else None
+    if {"all", "rates"} & set(args.only):
         rates_rows(trials, 1 if args.quick else args.repeats, best)
-    if args.only in ("all", "cores"):
+    if {"all", "cores"} & set(args.only):
         cores_rows(trials, 1 if args.quick else (args.repeats or 3))
-    if args.only in ("all", "startup"):
+    if {"all", "startup"} & set(args.only):
         startup_rows(args.quick)
 
 

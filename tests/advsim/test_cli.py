@@ -74,6 +74,7 @@ def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     assert len(list((out / "cells").glob("*.json"))) == 2  # one checksummed file per T
 
 
+@pytest.mark.slow  # ~15-20 s on 2 cores: two audits of two T values each
 def test_audit_resume_keeps_the_finished_rows(tmp_path, capsys, monkeypatch):
     """A run killed after its first T keeps that row; --resume prints it, runs the rest,
     and gives run_audit's numbers at the seed for every T (the reference, as above)."""

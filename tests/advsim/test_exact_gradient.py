@@ -70,6 +70,7 @@ def test_fixed_grid_value_is_the_engines_on_the_same_grid():
     assert float(np.max(np.asarray(lost))) < 1e-12
 
 
+@pytest.mark.slow  # ~10-15 s on 2 cores: four exact evaluations besides the gradient
 def test_gradient_matches_finite_differences():
     mech = _generic_member()
     objective = FixedGridEpsilon(mech, 1e-5, cells_per_sd=4.0, support=(-30.0, 30.0))
