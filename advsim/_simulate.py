@@ -40,6 +40,7 @@ __all__ = [
     "default_chunk_size",
     "simulate",
     "simulate_world",
+    "simulation_devices",
 ]
 
 #: Upper bound on the memory one block of runs may take.
@@ -296,20 +297,41 @@ def _lane_width(mechanism: AbstractMechanism, block: int) -> int:
     return int(min(block, width))
 
 
+#: On CPU, runs are sharded over the host devices only while one block's working set
+#: (`block_size` x `_bytes_per_run`) is at most this: two host devices each streaming a
+#: larger block ran slower than one device whose block XLA's threads share (linear
+#: process, 10^6 runs per world, 2 cores, 32 MiB L3: T = 100, 4.7 MiB a block, 0.85x the
+#: one-device wall time; T = 1000, 47 MiB, 1.2x).
+SHARD_BLOCK_BYTES = 16 * 2**20
+
+
+def simulation_devices(mechanism: AbstractMechanism, release: str = "last") -> list:
+    """The devices `simulate` shards `mechanism`'s runs over: every device in
+    `jax.devices()`, but on CPU only the first where one block's working set exceeds
+    `SHARD_BLOCK_BYTES`. The scores are the same either way."""
+    devices = jax.devices()
+    if devices[0].platform != "cpu" or len(devices) == 1:
+        return devices
+    working_set = block_size(mechanism, release) * _bytes_per_run(mechanism, release)
+    return devices if working_set <= SHARD_BLOCK_BYTES else devices[:1]
+
+
 def default_chunk_size(mechanism: AbstractMechanism, release: str = "last") -> int:
-    """Runs per host round trip: 16 blocks per device (one compiled chunk, one bar update)."""
-    return 16 * block_size(mechanism, release) * len(jax.devices())
+    """Runs per host round trip: 16 blocks per device of `simulation_devices` (one
+    compiled chunk, one bar update)."""
+    return 16 * block_size(mechanism, release) * len(simulation_devices(mechanism, release))
 
 
 class _Layout(NamedTuple):
     """How `simulate_world` lays out a world's runs (the same for both worlds of a call):
-    the count samplers, `block_size`, `vector_width` and the chunk (whole blocks on every
-    device)."""
+    the count samplers, `block_size`, `vector_width`, the chunk (whole blocks on every
+    device) and the devices (`simulation_devices`)."""
 
     samplers: tuple | None
     block: int
     width: int
     chunk: int
+    devices: tuple
 
 
 def _layout(
@@ -327,7 +349,8 @@ def _layout(
     device, in one of five chunk shapes (1, 2, 4, 8 or 16 blocks per device by default).
     """
     block = block_size(mechanism, release)
-    unit = block * len(jax.devices())
+    devices = tuple(simulation_devices(mechanism, release))
+    unit = block * len(devices)
     chunk_size = 16 * unit if chunk_size is None else chunk_size  # default_chunk_size
     units = math.ceil(chunk_size / unit)  # round up to whole blocks on every device
     if trials is not None:
@@ -337,6 +360,7 @@ def _layout(
         block=block,
         width=_lane_width(mechanism, block),
         chunk=int(units * unit),
+        devices=devices,
     )
 
 
@@ -426,8 +450,7 @@ def simulate_world(
     if layout is None:
         layout = _layout(mechanism, release, chunk_size, binomial, trials)
     samplers, width, chunk = layout.samplers, layout.width, layout.chunk
-    devices = jax.devices()
-    mesh = Mesh(np.array(devices), ("trials",))
+    mesh = Mesh(np.array(layout.devices), ("trials",))
     sharding = NamedSharding(mesh, PartitionSpec("trials"))
     out = np.empty(trials, dtype=np.float64)
     canary = jnp.asarray(canary_in)
@@ -473,7 +496,8 @@ def simulate(
 
     The adversary first crafts the mechanism (`adversary.craft`); then each world is run
     `trials` times through the DP-SGD engine (jit + vmap, in chunks of `chunk_size` runs,
-    each chunk sharded over every device in `jax.devices()`), and every release is scored.
+    each chunk sharded over `simulation_devices`: every device in `jax.devices()`, on
+    CPU while a block fits `SHARD_BLOCK_BYTES`), and every release is scored.
 
     Args:
         mechanism: the DP-SGD run.
