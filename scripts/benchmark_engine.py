@@ -267,10 +267,13 @@ def startup_rows(quick: bool) -> None:
             cmd = [*advsim, *args, "--out", str(out_dir)]
             wall, _ = _seconds(lambda cmd=cmd: _run_audit(cmd, env))
             compile_s = re.search(r"compilation ([0-9.]+) s", _LAST[0])  # its time report
+            report = re.search(r"^time: .*$", _LAST[0], flags=re.M)
             shown = f"{float(compile_s.group(1)):.1f} s" if compile_s else "(not reported)"
             print(f"advsim {' '.join(args)} ({run} run, load {_load():.1f}): wall {wall:.1f} s "
                   f"(target < 60 s), compilation {shown}"
                   + (" (target < 2 s)" if run == "second" else ""))  # fmt: skip
+            if report:
+                print(f"  its own {report.group(0)}")
 
 
 _LAST = [""]
