@@ -479,6 +479,7 @@ def _subprocess(args, cwd):
     )
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_no_traceback_reaches_the_terminal(tmp_path):
     (tmp_path / "afile").write_text("")
     proc = _subprocess(["audit", "--out", "afile"], tmp_path)

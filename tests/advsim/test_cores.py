@@ -54,6 +54,7 @@ def _devices_after_import(env_update: dict, first: str = "") -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # four fresh processes, each importing jax
 def test_import_gives_one_host_device_per_core_and_respects_the_opt_out():
     # Three fresh processes: the default (jax imported by advsim), jax imported first but
     # not started (the config route), and the opt-out.

@@ -31,7 +31,7 @@ ONE_GRID = {"refinements": 1, "cells_per_sd": 4.0}
 @pytest.mark.parametrize(
     ("sigma", "batch"),
     [
-        (2.0, 4),
+        pytest.param(2.0, 4, marks=pytest.mark.slow),
         pytest.param(1.0, 1, marks=pytest.mark.slow),
         pytest.param(4.0, 16, marks=pytest.mark.slow),
     ],

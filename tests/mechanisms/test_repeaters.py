@@ -73,6 +73,7 @@ def test_counter_tracks_the_step(trajectories):
             np.testing.assert_array_equal(np.asarray(decode(jnp.asarray(traj[:, t - 1]))), t - 1)
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_repeaters_are_never_clipped(trajectories):
     # Margin 2 by construction: every repeater gradient along the runs is below C / 1.5.
     mech, runs = trajectories

@@ -480,6 +480,7 @@ def test_tutorial_ground_truth_section_runs():
 # is sharpest) with one piece broken, and asserts that it fails, for the right reason.
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_mutant_heuristic_scaled_down_is_caught(monkeypatch):
     # A heuristic 3% too small: the tight batch (exact = heuristic, within 1e-3) exceeds it.
     original = heuristic_epsilon
@@ -488,6 +489,7 @@ def test_mutant_heuristic_scaled_down_is_caught(monkeypatch):
         check_linear(tight_linear_batch(4))
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_mutant_composition_scaled_down_is_caught(monkeypatch):
     # Composition 3% too small: the one-step tight batch (exact = composition) exceeds it.
     original = composition_epsilon

@@ -31,6 +31,7 @@ def tiny(tmp_path_factory):
     return search(SearchConfig(**TINY), folder, progress=False)
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_search_is_at_least_its_start_and_below_composition(tiny):
     start = tiny.starts["landscape"]["before"]
     assert tiny.best_paper == start
@@ -39,6 +40,7 @@ def test_search_is_at_least_its_start_and_below_composition(tiny):
     assert tiny.heuristic < tiny.composition
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_search_writes_its_files_and_the_best_reloads(tiny):
     folder = tiny.folder
     for name in ("best.json", "search.json", "trace.csv", "state.json", "fields.png"):
@@ -76,6 +78,7 @@ def test_an_interrupted_search_resumes_to_the_same_result(tiny, tmp_path, monkey
     assert (tmp_path / "trace.csv").read_text() == first
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
 def test_resuming_another_config_is_refused(tiny):
     other = SearchConfig(**{**TINY, "iterations": 5})
     with pytest.raises(ValueError, match=r"another config \(differs in \['iterations'\]\)"):
