@@ -302,6 +302,13 @@ def _bounded_rates(audit, cnt_in, cnt_out, tau, delta, ctx) -> dict:
     fn = int(np.count_nonzero(cnt_in < tau))
     fpr_ub = float(clopper_pearson_upper(fp, n_out, alpha))
     fnr_ub = float(clopper_pearson_upper(fn, n_in, alpha))
+    return _test_fields(audit, tau, (fp, fn), (n_in, n_out), (fpr_ub, fnr_ub), delta, ctx)
+
+
+def _test_fields(audit, tau, counts, sizes, upper, delta, ctx) -> dict:
+    """An `AuditResult`'s fields for one test at `tau`: its (FP, FN) `counts` on worlds
+    of `sizes` (n_in, n_out), the rates' `upper` bounds (FPR, FNR) and the method's eps."""
+    (fp, fn), (n_in, n_out), (fpr_ub, fnr_ub) = counts, sizes, upper
     eps, extras = audit._bound(fpr_ub, fnr_ub, delta, ctx)
     extras = dict(extras)
     return dict(

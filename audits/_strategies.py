@@ -135,6 +135,7 @@ from ._base import (
     _point_at,
     _prepare,
     _result,
+    _test_fields,
     audit_at_threshold,
     check_audit_delta,
 )
@@ -273,6 +274,23 @@ def _part(scores: np.ndarray, rng: np.random.Generator, fraction: float) -> tupl
     return np.sort(scores[perm[:cut]]), np.sort(scores[perm[cut:]])
 
 
+def _planning_split(name, least, role, audit, scores, delta, accounting, fraction):
+    """The checks and the split `projected_split` and `rank_split` share: `fraction` in
+    (0, 1), at least `least` scores per world, then (delta, context, (planning, counting)
+    of the in-world, (planning, counting) of the out-world), parts drawn with the audit's
+    seed in-world first."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"selection_fraction must be in (0, 1), got {fraction!r}")
+    if isinstance(scores, Scores) and min(scores.n_in, scores.n_out) < least:
+        raise ValueError(
+            f"threshold_selection={name!r} needs at least {least} scores per world ({role}, "
+            f"two are counted), got n_in={scores.n_in}, n_out={scores.n_out}"
+        )
+    delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
+    rng = np.random.default_rng(audit.seed)
+    return delta, ctx, _part(cin, rng, fraction), _part(cout, rng, fraction)
+
+
 def projected_split_audit(
     audit: AbstractThresholdAudit,
     scores: Scores,
@@ -299,18 +317,10 @@ def projected_split_audit(
         ValueError: bad `delta` or `selection_fraction`, fewer than
             `PROJECTED_SPLIT_MIN_SCORES` (3) scores per world.
     """
-    if not 0.0 < selection_fraction < 1.0:
-        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}")
-    if isinstance(scores, Scores) and min(scores.n_in, scores.n_out) < PROJECTED_SPLIT_MIN_SCORES:
-        raise ValueError(
-            f"threshold_selection='projected_split' needs at least "
-            f"{PROJECTED_SPLIT_MIN_SCORES} scores per world (one chooses the thresholds, two "
-            f"are counted), got n_in={scores.n_in}, n_out={scores.n_out}"
-        )
-    delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
-    rng = np.random.default_rng(audit.seed)
-    sel_in, cnt_in = _part(cin, rng, selection_fraction)
-    sel_out, cnt_out = _part(cout, rng, selection_fraction)
+    delta, ctx, (sel_in, cnt_in), (sel_out, cnt_out) = _planning_split(
+        "projected_split", PROJECTED_SPLIT_MIN_SCORES, "one chooses the thresholds",
+        audit, scores, delta, accounting, selection_fraction,
+    )  # fmt: skip
     cands = candidate_thresholds(sel_in, sel_out)
     fp, fn = counts_at(sel_in, sel_out, cands)
     # Each rule scales the choosing part's rates to counts on the counting part and
@@ -358,8 +368,8 @@ def projected_split_audit(
             "thresholds_counted": taus,
             "seed": audit.seed,
             "n_candidates": int(cands.size),
-            "n_in_total": int(cin.size),
-            "n_out_total": int(cout.size),
+            "n_in_total": int(sel_in.size + cnt_in.size),
+            "n_out_total": int(sel_out.size + cnt_out.size),
         },
         certified=audit._certified(result.extras),
     )
@@ -513,20 +523,7 @@ def _count_test(audit, ctx, delta, test, cnt_in, cnt_out) -> dict:
     fn_bounded = test["rank"] if test["side"] == "lower" and test["rank"] is not None else fn
     fpr_ub = float(clopper_pearson_upper(fp_bounded, m_out, test["fpr_level"]))
     fnr_ub = float(clopper_pearson_upper(fn_bounded, m_in, test["fnr_level"]))
-    eps, extras = audit._bound(fpr_ub, fnr_ub, delta, ctx)
-    extras = dict(extras)
-    return dict(
-        eps_lower=eps,
-        eps_lower_note=extras.pop("eps_lower_note", None),
-        threshold=tau,
-        fpr=fp / m_out,
-        fnr=fn / m_in,
-        fpr_upper=fpr_ub,
-        fnr_upper=fnr_ub,
-        n_in=m_in,
-        n_out=m_out,
-        extras=extras,
-    )
+    return _test_fields(audit, tau, (fp, fn), (m_in, m_out), (fpr_ub, fnr_ub), delta, ctx)
 
 
 def rank_split_audit(
@@ -557,18 +554,10 @@ def rank_split_audit(
         ValueError: bad `delta` or `selection_fraction`, fewer than
             `RANK_SPLIT_MIN_SCORES` (3) scores per world.
     """
-    if not 0.0 < selection_fraction < 1.0:
-        raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}")
-    if isinstance(scores, Scores) and min(scores.n_in, scores.n_out) < RANK_SPLIT_MIN_SCORES:
-        raise ValueError(
-            f"threshold_selection='rank_split' needs at least {RANK_SPLIT_MIN_SCORES} "
-            f"scores per world (one plans the tests, two are counted), got "
-            f"n_in={scores.n_in}, n_out={scores.n_out}"
-        )
-    delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
-    rng = np.random.default_rng(audit.seed)
-    sel_in, cnt_in = _part(cin, rng, selection_fraction)
-    sel_out, cnt_out = _part(cout, rng, selection_fraction)
+    delta, ctx, (sel_in, cnt_in), (sel_out, cnt_out) = _planning_split(
+        "rank_split", RANK_SPLIT_MIN_SCORES, "one plans the tests",
+        audit, scores, delta, accounting, selection_fraction,
+    )  # fmt: skip
     pooled = np.concatenate([sel_in, sel_out])
     tied = 1.0 - np.unique(pooled).size / pooled.size > _TIE_SHARE
     values = None
@@ -612,8 +601,8 @@ def rank_split_audit(
             }
             for t, c in zip(tests, counted, strict=True)
         ],
-        "n_in_total": int(cin.size),
-        "n_out_total": int(cout.size),
+        "n_in_total": int(sel_in.size + cnt_in.size),
+        "n_out_total": int(sel_out.size + cnt_out.size),
     }
     return _result(audit, delta, fields, point, True, multiplicity, check, extras)
 
