@@ -17,7 +17,8 @@ Prints, in one run on this machine (device kind and count first):
      processes, alternately: pinned to one core (`taskset`, one host device), one host
      device with every core free (XLA's own threads), and the default (one host device
      per core, `advsim._cores`); wall seconds and CPU/wall of each (targets: CPU/wall >=
-     1.7 on 2 cores, wall <= 0.6 x the one-core run's);
+     1.7 on 2 cores, wall <= 0.6 x the one-core run's); skipped, saying so, on an
+     accelerator;
   4. the wait to start: `advsim --help` (best of 5 fresh processes; target < 0.5 s), and
      `advsim audit` run twice with a fresh persistent compilation cache, the first filling
      it: the compile time it reports for each run (target for the second: < 2 s) and its
@@ -185,9 +186,13 @@ def rates_worker(steps: int, q: float, trials: int, repeats: int) -> dict:
 
 
 def rates_rows(trials: int, repeats: int | None, generator_best: float | None) -> None:
-    print(f"1-D linear process, {trials:.0e} runs per world, every core (the engine: one host "
-          "device per core; the others: XLA's threads), trial-steps/s per wall second "
-          "(CPU/wall, load):")  # fmt: skip
+    import jax
+
+    where = ("every core (the engine: one host device per core; the others: XLA's threads)"
+             if jax.default_backend() == "cpu" else f"on {jax.default_backend()} "
+             f"({jax.devices()[0].device_kind}; numpy on one CPU core)")  # fmt: skip
+    print(f"1-D linear process, {trials:.0e} runs per world, {where}, trial-steps/s per wall "
+          "second (CPU/wall, load):")  # fmt: skip
     for steps in (100, 1000):
         rounds = repeats or (3 if steps <= 100 else 1)
         for q in (0.01, 1.0):
@@ -317,7 +322,10 @@ def main(argv=None) -> None:
     best = generator_rates(args.quick) if {"all", "generator"} & set(args.only) else None
     if {"all", "rates"} & set(args.only):
         rates_rows(trials, 1 if args.quick else args.repeats, best)
-    if {"all", "cores"} & set(args.only):
+    if {"all", "cores"} & set(args.only) and jax.default_backend() != "cpu":
+        print(f"every core: not measured on {jax.default_backend()} (the runs are on the "
+              "accelerator; host devices per core are the CPU's path)")  # fmt: skip
+    elif {"all", "cores"} & set(args.only):
         cores_rows(trials, 1 if args.quick else (args.repeats or 3))
     if {"all", "startup"} & set(args.only):
         startup_rows(args.quick)

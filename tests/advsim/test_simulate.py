@@ -298,7 +298,9 @@ def test_scores_are_bit_identical_on_one_and_two_devices(tmp_path):
 #: Scores of `LinearProcess(20, q, 1.0)` + `ProjectionScore`, 3000 runs, key 5, float32:
 #: runs 0, 1 and 2999 of the in-world and 0 and 2999 of the out-world, as computed by the
 #: engine of commit 53f3515 (one host device, before `shard_map` and before the coins were
-#: skipped at q = 1). The same seed must keep giving these numbers on any device count.
+#: skipped at q = 1). The same seed must keep giving these numbers on any CPU device count;
+#: a GPU's float rounding can differ in the last bit (an H200 gave run 0 of the in-world at
+#: q = 0.01 one ulp lower, the other four values equal), so there the test is skipped.
 _PINNED = {
     0.01: ([2.6065831184387207, 0.5594033002853394, 3.201601505279541],
            [4.129544258117676, 0.4369330406188965]),
@@ -307,6 +309,12 @@ _PINNED = {
 }  # fmt: skip
 
 
+_ON_CPU = pytest.mark.skipif(
+    jax.default_backend() != "cpu", reason="the pinned numbers are the CPU's float rounding"
+)
+
+
+@_ON_CPU
 @pytest.mark.parametrize("q", sorted(_PINNED))
 def test_the_same_seed_gives_the_numbers_of_earlier_versions(q):
     scores = advsim.simulate(
@@ -318,3 +326,23 @@ def test_the_same_seed_gives_the_numbers_of_earlier_versions(q):
     want_in, want_out = _PINNED[q]
     np.testing.assert_array_equal(scores.canary_in[[0, 1, 2999]], np.float32(want_in))
     np.testing.assert_array_equal(scores.canary_out[[0, 2999]], np.float32(want_out))
+
+
+@_ON_CPU
+@pytest.mark.parametrize("q", sorted(_PINNED))
+def test_the_accelerator_layout_gives_the_same_numbers(q, monkeypatch):
+    # On a GPU or TPU a device computes all its lanes side by side (`vmap`) in chunks sized
+    # to its memory; forced here on the CPU, the linear process's runs (elementwise
+    # arithmetic) keep the numbers above whatever the chunk size.
+    import advsim._simulate as simulate_module
+
+    monkeypatch.setattr(simulate_module, "_on_accelerator", lambda devices: True)
+    mech = LinearProcess(steps=20, sampling_prob=q, noise_multiplier=1.0)
+    layout = simulate_module._layout(mech, "last", None, "table", 3000)
+    assert layout.parallel_lanes and layout.chunk >= 3000
+    assert simulate_module.default_chunk_size(mech) > 16 * advsim.block_size(mech)
+    want_in, want_out = _PINNED[q]
+    for chunk_size in (None, 1):
+        scores = advsim.simulate(mech, ProjectionScore(), 3000, key=5, chunk_size=chunk_size)
+        np.testing.assert_array_equal(scores.canary_in[[0, 1, 2999]], np.float32(want_in))
+        np.testing.assert_array_equal(scores.canary_out[[0, 2999]], np.float32(want_out))
