@@ -59,7 +59,12 @@ from ._assumption import (
     check_heuristic_family,
     check_tradeoff_fit,
 )
-from ._base import AbstractAudit, AbstractThresholdAudit, AssumptionRejectedWarning
+from ._base import (
+    AbstractAssumedAudit,
+    AbstractAudit,
+    AbstractThresholdAudit,
+    AssumptionRejectedWarning,
+)
 from ._bayes import BayesianEstimate, bayesian_audit, bayesian_estimate, posterior_eps_cdf
 from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from ._eps_delta import EpsDeltaAudit
@@ -100,6 +105,7 @@ __all__ = [
     "AUDITS",
     "AUDIT_METHODS",
     "AbstractAudit",
+    "AbstractAssumedAudit",
     "AbstractThresholdAudit",
     "AssumptionCheck",
     "AssumptionRejectedWarning",

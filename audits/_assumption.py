@@ -707,21 +707,32 @@ def check_gaussian_tradeoff(canary_in, canary_out, *, level: float = 0.05) -> As
         >>> r.rejected
         False
     """
+    return _check_convex_family(
+        canary_in, canary_out, gaussian_tradeoff, _gdp_limits, level=level,
+        assumption="gaussian_tradeoff", param_name="mu", show=lambda a, b: (float(a), float(b)),
+    )  # fmt: skip
+
+
+def _check_convex_family(
+    canary_in, canary_out, curve, limits, *, level, assumption, param_name, show, tol=0.0
+) -> AssumptionCheck:
+    """`_run` on unsorted scores for a family of strictly convex curves with theta in
+    [0, inf) (the GDP and heuristic-family checks); `tol` as in `_segment_limits`."""
     level = check_in_interval("level", level, 0.0, 1.0)
     cin = np.sort(_validate_scores("canary_in", canary_in, must_be_sorted=False))
     cout = np.sort(_validate_scores("canary_out", canary_out, must_be_sorted=False))
     return _run(
         cin,
         cout,
-        limits=_gdp_limits,
-        segment_limits=lambda seg, cap: _segment_limits(gaussian_tradeoff, seg, 0.0, math.inf, cap),
+        limits=limits,
+        segment_limits=lambda seg, cap: _segment_limits(curve, seg, 0.0, math.inf, cap, tol),
         strictly_convex=True,
-        curve=gaussian_tradeoff,
+        curve=curve,
         lo=0.0,
         level=level,
-        assumption="gaussian_tradeoff",
-        param_name="mu",
-        show=lambda a, b: (float(a), float(b)),
+        assumption=assumption,
+        param_name=param_name,
+        show=show,
     )
 
 
@@ -789,11 +800,8 @@ def check_heuristic_family(
         >>> r.rejected, r.param_interval[0] < 1.0 < r.param_interval[1]
         (False, True)
     """
-    level = check_in_interval("level", level, 0.0, 1.0)
     if not isinstance(accounting, Accounting):
         raise TypeError(f"accounting must be an advsim.Accounting, got {type(accounting).__name__}")
-    cin = np.sort(_validate_scores("canary_in", canary_in, must_be_sorted=False))
-    cout = np.sort(_validate_scores("canary_out", canary_out, must_be_sorted=False))
     curve, err = _family_curve(accounting)
 
     def limits(boxes):
@@ -810,16 +818,7 @@ def check_heuristic_family(
 
         return (inv(theta_hi), inv(theta_lo))
 
-    return _run(
-        cin,
-        cout,
-        limits=limits,
-        segment_limits=lambda seg, cap: _segment_limits(curve, seg, 0.0, math.inf, cap, err),
-        strictly_convex=True,
-        curve=curve,
-        lo=0.0,
-        level=level,
-        assumption="heuristic_family",
-        param_name="sigma",
-        show=show,
-    )
+    return _check_convex_family(
+        canary_in, canary_out, curve, limits, level=level, assumption="heuristic_family",
+        param_name="sigma", show=show, tol=err,
+    )  # fmt: skip

@@ -472,3 +472,19 @@ def audit_at_threshold(
     extras = {"threshold_selection": "explicit", "sides": audit.sides}
     multiplicity = "a threshold given by the caller, not known to be independent of the runs"
     return _result(audit, delta, fields, point, False, multiplicity, check, extras)
+
+
+class AbstractAssumedAudit(AbstractThresholdAudit):
+    """A threshold audit whose `eps_lower` rests on an assumption about the trade-off
+    curve, tested on the held-out runs at `assumption_level` (`_check_assumption`).
+
+    Attributes:
+        assumption_level: level of the held-out test of the assumption, in (0, 1)
+            (default 0.05); a rejection sets `result.assumption_check.rejected` and warns
+            `AssumptionRejectedWarning`.
+    """
+
+    assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
+
+    def __check_init__(self):
+        check_in_interval("assumption_level", self.assumption_level, 0.0, 1.0)

@@ -12,16 +12,14 @@ import dataclasses
 import math
 from typing import ClassVar
 
-import equinox as eqx
 import numpy as np
 import scipy.optimize
 
 import advsim.bounds as _bounds
 from advsim import Accounting
-from advsim.validation import check_in_interval
 
 from ._assumption import check_heuristic_family
-from ._base import AbstractThresholdAudit
+from ._base import AbstractAssumedAudit
 
 __all__ = ["HeuristicFamilyAudit"]
 
@@ -112,7 +110,7 @@ def _heuristic_epsilon(delta: float, sigma: float, ctx: _FamilyContext) -> float
     )
 
 
-class HeuristicFamilyAudit(AbstractThresholdAudit):
+class HeuristicFamilyAudit(AbstractAssumedAudit):
     r"""Upper-bounds the noise multiplier within the heuristic's family, reports its eps.
 
     The family (Theorem 1 of arXiv:2410.06186, linear losses, last iterate only): with T
@@ -188,8 +186,6 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
         True
     """
 
-    assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
-
     method: ClassVar[str] = "family"
     pure_dp_refusal: ClassVar[str | None] = (
         "every member of the heuristic's family has Gaussian noise and is (eps, 0)-DP for no "
@@ -207,9 +203,6 @@ class HeuristicFamilyAudit(AbstractThresholdAudit):
         "Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2) with known T, q, n_c; "
         "sigma_upper bounds its noise multiplier"
     )
-
-    def __check_init__(self):
-        check_in_interval("assumption_level", self.assumption_level, 0.0, 1.0)
 
     def _context(self, accounting) -> _FamilyContext:
         if accounting is None:

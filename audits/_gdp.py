@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import equinox as eqx
 import numpy as np
 import scipy.stats
 
 import advsim.bounds as _bounds
-from advsim.validation import check_in_interval
 
 from ._assumption import check_gaussian_tradeoff
-from ._base import AbstractThresholdAudit
+from ._base import AbstractAssumedAudit
 
 __all__ = ["GaussianDPAudit"]
 
@@ -30,7 +28,7 @@ def _gdp_epsilon(delta: float, mu: float) -> float:
     return 0.0 if mu <= 0 else float(_bounds.gdp_epsilon(delta, mu))
 
 
-class GaussianDPAudit(AbstractThresholdAudit):
+class GaussianDPAudit(AbstractAssumedAudit):
     r"""Lower-bounds the Gaussian-DP parameter $\mu$ of the run, then converts it to eps.
 
     A mechanism is $\mu$-GDP iff every test has
@@ -91,8 +89,6 @@ class GaussianDPAudit(AbstractThresholdAudit):
         True
     """
 
-    assumption_level: float = eqx.field(default=0.05, static=True, kw_only=True)
-
     method: ClassVar[str] = "gdp"
     pure_dp_refusal: ClassVar[str | None] = (
         "G_mu with mu > 0 is (eps, 0)-DP for no finite eps, so every mu_lower > 0 would "
@@ -104,9 +100,6 @@ class GaussianDPAudit(AbstractThresholdAudit):
         "mu_lower bounds the GDP parameter; eps_lower = gdp_epsilon(delta, mu_lower) "
         "assumes the trade-off curve is exactly Gaussian (G_mu)"
     )
-
-    def __check_init__(self):
-        check_in_interval("assumption_level", self.assumption_level, 0.0, 1.0)
 
     def _context(self, accounting):
         return None

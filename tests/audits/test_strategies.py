@@ -338,26 +338,37 @@ def test_jax_privacy_bonferroni_covers_where_every_threshold_is_tight():
 
 
 @pytest.mark.slow
-def test_projected_split_covers_where_every_threshold_is_tight():
+@pytest.mark.parametrize("strategy", ["projected_split", "rank_split"])
+def test_held_out_strategies_cover_where_every_threshold_is_tight(strategy):
     # The same pair at confidence 0.8: at most the 0.999-quantile of Binomial(reps, 0.2)
     # of the bounds above the exact eps(delta); and not vacuous: the median is within
-    # 15% of the truth.
+    # 15% of the truth. The scores and the split are drawn from different seeds
+    # (9000 + rep and rep).
     eps0, n, reps = 1.0, 10_000, 300
     vals = []
     for rep in range(reps):
         cin, cout, a = _pure_dp_scores(eps0, n, np.random.default_rng(9000 + rep))
-        r = audit(
-            Scores(cin, cout),
-            "eps_delta",
-            delta=DELTA,
-            confidence=0.8,
-            threshold_selection="projected_split",
-            seed=rep,
-        )
+        r = audit(Scores(cin, cout), "eps_delta", delta=DELTA, confidence=0.8,
+                  threshold_selection=strategy, seed=rep)  # fmt: skip
         vals.append(r.eps_lower)
     truth = math.log(math.exp(eps0) - DELTA / a)
     assert np.sum(np.array(vals) > truth) <= scipy.stats.binom.ppf(0.999, reps, 0.2)
     assert np.median(vals) > 0.85 * truth
+
+
+def _jax_privacy_epsilons(auditing, scores: Scores, seed: int) -> dict:
+    """jax_privacy's Clopper-Pearson epsilon (two-sided, significance 0.05) under its
+    three threshold strategies, split seed `seed`."""
+    jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in), np.asarray(scores.canary_out))
+    strategies = {
+        "split": auditing.Split(0.5, seed),
+        "multi_split": auditing.MultiSplit(21, 0.5, seed),
+        "bonferroni": auditing.Bonferroni(),
+    }
+    return {
+        name: jp.epsilon_clopper_pearson(0.05, DELTA, one_sided=False, threshold_strategy=st)
+        for name, st in strategies.items()
+    }
 
 
 @pytest.mark.slow
@@ -382,36 +393,10 @@ def test_projected_split_at_least_as_tight_as_jax_privacys_best():
         r = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
         assert r.rigorous and r.eps_lower <= bounds.gdp_epsilon(DELTA, 2.0)
         ours.append(r.eps_lower)
-        jp = auditing.CanaryScoreAuditor(np.asarray(s.canary_in), np.asarray(s.canary_out))
-        for name, strategy in (
-            ("split", auditing.Split(0.5, seed)),
-            ("multi_split", auditing.MultiSplit(21, 0.5, seed)),
-            ("bonferroni", auditing.Bonferroni()),
-        ):
-            eps = jp.epsilon_clopper_pearson(
-                0.05, DELTA, one_sided=False, threshold_strategy=strategy
-            )
+        for name, eps in _jax_privacy_epsilons(auditing, s, seed).items():
             theirs[name].append(eps)
     best_theirs = max(np.median(v) for v in theirs.values())
     assert np.median(ours) >= best_theirs
-
-
-@pytest.mark.slow
-def test_rank_split_covers_where_every_threshold_is_tight():
-    # The pure pair at confidence 0.8, as for projected_split above: at most the
-    # 0.999-quantile of Binomial(reps, 0.2) of the bounds above the exact eps(delta), and
-    # not vacuous (median within 15% of the truth). The scores and the split are drawn
-    # from different seeds (9000 + rep and rep).
-    eps0, n, reps = 1.0, 10_000, 300
-    vals = []
-    for rep in range(reps):
-        cin, cout, a = _pure_dp_scores(eps0, n, np.random.default_rng(9000 + rep))
-        r = audit(Scores(cin, cout), "eps_delta", delta=DELTA, confidence=0.8,
-                  threshold_selection="rank_split", seed=rep)  # fmt: skip
-        vals.append(r.eps_lower)
-    truth = math.log(math.exp(eps0) - DELTA / a)
-    assert np.sum(np.array(vals) > truth) <= scipy.stats.binom.ppf(0.999, reps, 0.2)
-    assert np.median(vals) > 0.85 * truth
 
 
 @pytest.mark.slow
@@ -437,15 +422,7 @@ def test_rank_split_at_least_as_tight_as_jax_privacys_best():
         ours.append(r.eps_lower)
         p = audit(s, "eps_delta", delta=DELTA, threshold_selection="projected_split", seed=seed)
         projected.append(p.eps_lower)
-        jp = auditing.CanaryScoreAuditor(np.asarray(s.canary_in), np.asarray(s.canary_out))
-        for name, strategy in (
-            ("split", auditing.Split(0.5, seed)),
-            ("multi_split", auditing.MultiSplit(21, 0.5, seed)),
-            ("bonferroni", auditing.Bonferroni()),
-        ):
-            eps = jp.epsilon_clopper_pearson(
-                0.05, DELTA, one_sided=False, threshold_strategy=strategy
-            )
+        for name, eps in _jax_privacy_epsilons(auditing, s, seed).items():
             theirs[name].append(eps)
     medians = {name: np.median(v) for name, v in theirs.items()}
     assert np.median(ours) >= max(medians.values())
