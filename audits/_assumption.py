@@ -464,6 +464,28 @@ def _segment_worst(curve, seg: dict, s: int, fit: float, show, seg_up: float, lo
     }
 
 
+def _box_worst(curve, boxes: dict, k: int, fit: float, show, own: tuple) -> dict:
+    """The report of box `k` (its threshold, rates, band and the fitted curve there),
+    `own` its (low, up) limits in theta."""
+    fpr, fnr = float(boxes["fpr"][k]), float(boxes["fnr"][k])
+    curve_at = np.asarray(
+        curve(np.array([fpr, boxes["a_lo"][k], boxes["a_hi"][k]]), np.full(3, fit)),
+        dtype=np.float64,
+    )
+    return {
+        "threshold": float(boxes["tau"][k]),
+        "randomised_to": None,
+        "weight": None,
+        "fpr": fpr,
+        "fnr": fnr,
+        "fpr_interval": (float(boxes["a_lo"][k]), float(boxes["a_hi"][k])),
+        "fnr_interval": (float(boxes["b_lo"][k]), float(boxes["b_hi"][k])),
+        "curve_fnr": float(curve_at[0]),
+        "curve_fnr_interval": (float(curve_at[2]), float(curve_at[1])),
+        "allowed": show(*own) if own[0] <= own[1] else None,
+    }
+
+
 def _heavy_atom(sorted_in: np.ndarray, sorted_out: np.ndarray) -> dict | None:
     """The score value held by the largest share of either world's scores, if that share
     is at least `_ATOM_SHARE` (and two scores): `value`, `share_in`, `share_out`."""
@@ -554,24 +576,7 @@ def _run(
         return None if i < n_boxes else float(seg["tau1"][i - n_boxes])
 
     if k < n_boxes:
-        fpr, fnr = float(boxes["fpr"][k]), float(boxes["fnr"][k])
-        curve_at = np.asarray(
-            curve(np.array([fpr, boxes["a_lo"][k], boxes["a_hi"][k]]), np.full(3, fit)),
-            dtype=np.float64,
-        )
-        own = (float(low[k]), float(up[k]))
-        worst = {
-            "threshold": float(boxes["tau"][k]),
-            "randomised_to": None,
-            "weight": None,
-            "fpr": fpr,
-            "fnr": fnr,
-            "fpr_interval": (float(boxes["a_lo"][k]), float(boxes["a_hi"][k])),
-            "fnr_interval": (float(boxes["b_lo"][k]), float(boxes["b_hi"][k])),
-            "curve_fnr": float(curve_at[0]),
-            "curve_fnr_interval": (float(curve_at[2]), float(curve_at[1])),
-            "allowed": show(*own) if own[0] <= own[1] else None,
-        }
+        worst = _box_worst(curve, boxes, k, fit, show, (float(low[k]), float(up[k])))
     else:
         worst = _segment_worst(curve, seg, k - n_boxes, fit, show, float(up[k]), lo)
     worst.update(
