@@ -2,9 +2,15 @@
 
 Everything here is pure and jittable. A run's randomness comes from one key: its noise
 (shape `(T, d)`), its canary coins (`(T,)`) and its sampled group counts (`(T, g)`) or, for
-an `AbstractPerExampleData` mechanism, its examples' memberships (`(T, n)`) are drawn up
-front from sub-keys of that key, so one run gives the same numbers whether it is simulated
-alone or in a batch of any size, on one device or many.
+an `AbstractPerExampleData` mechanism, its examples' memberships (`(T, n)`) are drawn from
+sub-keys of that key, so one run gives the same numbers whether it is simulated alone or
+in a batch of any size, on one device or many. The counts are drawn up front; so are the
+noise and coins of a run of at most 2 x `SEGMENT_STEPS` steps, while a longer run draws
+them `SEGMENT_STEPS` steps at a time inside its scan (`advsim._streams`: the very same
+random numbers, without holding the whole (T, d) block). The two paths are two compiled
+programs, whose float32 rounding of the updates can differ by a few ulps (more where a
+nonlinear model amplifies them; tests/advsim/test_streams.py); which one runs depends on T
+alone, never on the chunk size or the devices.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from advsim._binomial import AbstractBinomialSampler
 from advsim._mechanism import AbstractMechanism, AbstractPerExampleData, AbstractProjected
+from advsim._streams import SEGMENT_STEPS, bits_range, normal_range, range_supported
 
 __all__ = [
     "bernoulli_from_bits",
@@ -67,7 +74,11 @@ def bernoulli_from_bits(key: PRNGKeyArray, prob, shape) -> Bool[Array, ...]:
     Returns:
         A boolean array of `shape`.
     """
-    bits = jax.random.bits(key, shape, jnp.uint32)
+    return _bernoulli(jax.random.bits(key, shape, jnp.uint32), prob)
+
+
+def _bernoulli(bits, prob) -> Bool[Array, ...]:
+    """`bernoulli_from_bits`'s comparison of 32-bit `bits` with prob * 2^32."""
     prob = jnp.asarray(prob, jnp.float32)
     # Integers below 2^24 are exact in float32, so small probabilities compare exactly.
     return (bits.astype(jnp.float32) < prob * 4294967296.0) | (prob >= 1.0)
@@ -209,27 +220,11 @@ def run_mechanism(
     model = mechanism.init_model()
     dtype = model.dtype
     k_noise, k_coin, k_count = jax.random.split(key, 3)
-    # The (T, d) normals drawn flat (the same numbers as normal(k_noise, (T, d)): jax draws
-    # the bits flat) and sliced per step in the scan: under vmap on CPU, a (T, d) array with
-    # d not a multiple of 8 (d = 10, 12, 30) cost 3-5x more per normal to draw and to scan
-    # over (measured: 26-55 ns per normal at d = 10 against 8 ns flat).
     dim = model.shape[-1]
-    noise = jax.random.normal(k_noise, (steps * dim,), dtype)
     t = jnp.arange(1, steps + 1, dtype=jnp.int32)
-
     schedule = mechanism.canary_schedule
-    present = schedule.mask(t) & jnp.asarray(canary_in)
-    if schedule.sampled and mechanism.batching == "poisson":
-        q = jnp.asarray(mechanism.sampling_prob)
-        # At q = 1 every coin is heads: the bits are not drawn (a third of a run's random
-        # bits at d = 1). q is the same in every run of a batch, so under vmap this stays a
-        # branch, and the numbers are the ones the draw would give.
-        present = jax.lax.cond(
-            q >= 1.0,
-            lambda: present,
-            lambda: present & bernoulli_from_bits(k_coin, q, (steps,)),
-        )
-
+    coins = schedule.sampled and mechanism.batching == "poisson"
+    q = jnp.asarray(mechanism.sampling_prob)
     group_counts = jnp.asarray(mechanism.data_counts())
     if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":
         # Each example's Poisson membership, 32 random bits each (cheaper than a
@@ -239,24 +234,46 @@ def run_mechanism(
         )
         counts = members.astype(jnp.int32)
     elif group_counts.shape[0] > 0 and mechanism.batching == "poisson":
-        q = jnp.asarray(mechanism.sampling_prob, dtype)
+        q_groups = jnp.asarray(mechanism.sampling_prob, dtype)
         # int64 under x64 (jax's default integer then), so groups of ~10^10 examples fit;
         # int32 otherwise, where counts above 2^24 would not be exact in float32 anyway.
         count_dtype = jnp.int64 if dtype == jnp.float64 else jnp.int32
         if count_samplers is None:
             counts = jax.random.binomial(
-                k_count, group_counts.astype(dtype), q, (steps, group_counts.shape[0]), dtype
+                k_count, group_counts.astype(dtype), q_groups, (steps, group_counts.shape[0]), dtype
             ).astype(count_dtype)
         else:
             counts = jnp.stack(
                 [
-                    _group_counts(sampler, jax.random.fold_in(k_count, j), n, q, steps, dtype)
+                    _group_counts(
+                        sampler, jax.random.fold_in(k_count, j), n, q_groups, steps, dtype
+                    )
                     for j, (sampler, n) in enumerate(zip(count_samplers, group_counts, strict=True))
                 ],
                 axis=1,
             ).astype(count_dtype)
     else:
         counts = jnp.broadcast_to(group_counts, (steps, group_counts.shape[0]))
+
+    if steps > 2 * SEGMENT_STEPS and range_supported(dtype) and _threefry(key):
+        return _run_in_segments(
+            mechanism, canary_in, k_noise, k_coin, counts, release, coins, q, model
+        )
+    # The (T, d) normals drawn flat (the same numbers as normal(k_noise, (T, d)): jax draws
+    # the bits flat) and sliced per step in the scan: under vmap on CPU, a (T, d) array with
+    # d not a multiple of 8 (d = 10, 12, 30) cost 3-5x more per normal to draw and to scan
+    # over (measured: 26-55 ns per normal at d = 10 against 8 ns flat).
+    noise = jax.random.normal(k_noise, (steps * dim,), dtype)
+    present = schedule.mask(t) & jnp.asarray(canary_in)
+    if coins:
+        # At q = 1 every coin is heads: the bits are not drawn (a third of a run's random
+        # bits at d = 1). q is the same in every run of a batch, so under vmap this stays a
+        # branch, and the numbers are the ones the draw would give.
+        present = jax.lax.cond(
+            q >= 1.0,
+            lambda: present,
+            lambda: present & bernoulli_from_bits(k_coin, q, (steps,)),
+        )
 
     def body(m, xs):
         t_, present_, counts_ = xs
@@ -268,3 +285,50 @@ def run_mechanism(
     if release == "all":
         return jnp.concatenate([model[None], trajectory], axis=0)
     return final
+
+
+def _threefry(key) -> bool:
+    """Whether `key` is a typed threefry key (`advsim.simulate` passes such keys)."""
+    return jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and (
+        str(jax.random.key_impl(key)) == "threefry2x32"
+    )
+
+
+def _run_in_segments(mechanism, canary_in, k_noise, k_coin, counts, release, coins, q, model):
+    """`run_mechanism`'s scan, `SEGMENT_STEPS` steps at a time: each segment draws its own
+    stretch of the noise and coins (`advsim._streams`: the same numbers as the up-front
+    draws), so a run never holds its whole (T, d) block; the updates are the same."""
+    steps, dim, dtype = mechanism.steps, model.shape[-1], model.dtype
+    schedule, present_all = mechanism.canary_schedule, jnp.asarray(canary_in)
+
+    def advance(m, first, size: int):  # steps first + 1 .. first + size
+        noise = normal_range(k_noise, first * dim, size * dim, dtype)
+        t = first + jnp.arange(1, size + 1, dtype=jnp.int32)
+        present = schedule.mask(t) & present_all
+        if coins:
+            present = jax.lax.cond(
+                q >= 1.0,
+                lambda: present,
+                lambda: present & _bernoulli(bits_range(k_coin, first, size), q),
+            )
+        seg_counts = jax.lax.dynamic_slice_in_dim(counts, first, size, axis=0)
+
+        def body(m, xs):
+            j, t_, present_, counts_ = xs
+            noise_ = jax.lax.dynamic_slice(noise, (j * dim,), (dim,))
+            m_next = dpsgd_update(mechanism, m, t_, present_, counts_, noise_)
+            return m_next, (m_next if release == "all" else None)
+
+        return jax.lax.scan(body, m, (jnp.arange(size), t, present, seg_counts))
+
+    full, tail = divmod(steps, SEGMENT_STEPS)
+    m, trajectory = jax.lax.scan(
+        lambda m, k: advance(m, k * SEGMENT_STEPS, SEGMENT_STEPS),
+        model,
+        jnp.arange(full, dtype=jnp.int32),
+    )
+    parts = [model[None], trajectory.reshape(full * SEGMENT_STEPS, dim)] if release == "all" else []
+    if tail:
+        m, last = advance(m, full * SEGMENT_STEPS, tail)
+        parts.append(last)
+    return jnp.concatenate(parts, axis=0) if release == "all" else m

@@ -29,6 +29,7 @@ from advsim._dpsgd import gathers_sampled_examples, run_mechanism
 from advsim._limits import MAX_SEED, check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism, AbstractProjected
 from advsim._scores import NonFiniteScoresError, Scores
+from advsim._streams import SEGMENT_STEPS
 
 __all__ = [
     "BINOMIAL_METHODS",
@@ -258,12 +259,16 @@ def check_shapes(
         _CHECKED.add(key)
 
 
-def _bytes_per_run(mechanism: AbstractMechanism, release: str) -> int:
+def _bytes_per_run(mechanism: AbstractMechanism, release: str, drawn: int | None = None) -> int:
     """Memory one run needs: noise (T, d), coins and counts (T, g + 1), the trajectory when
-    all iterates are released, times 4 for XLA's temporaries (float32)."""
+    all iterates are released, times 4 for XLA's temporaries (float32). With `drawn`, the
+    noise and coins of only that many steps are held at once (`advsim._streams`)."""
     d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
     g = int(jax.eval_shape(mechanism.data_counts).shape[0])
-    per_run = mechanism.steps * (d + g + 2) + (mechanism.steps + 1) * d * (release == "all")
+    steps = mechanism.steps
+    held = steps if drawn is None else min(steps, drawn)
+    per_run = held * (d + 1) + steps * (g + 1 if drawn is None else g)
+    per_run += (steps + 1) * d * (release == "all")
     return 4 * 4 * per_run
 
 
@@ -335,7 +340,8 @@ def simulation_devices(mechanism: AbstractMechanism, release: str = "last") -> l
     devices = jax.devices()
     if _on_accelerator(devices) or len(devices) == 1:
         return devices
-    working_set = block_size(mechanism, release) * _bytes_per_run(mechanism, release)
+    drawn = SEGMENT_STEPS if mechanism.steps > 2 * SEGMENT_STEPS else None
+    working_set = block_size(mechanism, release) * _bytes_per_run(mechanism, release, drawn)
     return devices if working_set <= SHARD_BLOCK_BYTES else devices[:1]
 
 

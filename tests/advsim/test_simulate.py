@@ -249,7 +249,10 @@ _DEVICE_SCRIPT = textwrap.dedent(
     # 1500 runs in chunks of 1024 (one device) or 2048 (two devices x one block): the
     # chunk holds at most the power of two of blocks per device that the runs need.
     scores = simulate(mech, ProjectionScore(), 1500, key=7, chunk_size=1024)
-    np.savez(path, canary_in=scores.canary_in, canary_out=scores.canary_out)
+    # T = 300: the runs draw their noise and coins 128 steps at a time (advsim._streams).
+    long = simulate(LinearProcess(300, 0.1, 1.0), ProjectionScore(), 1500, key=7)
+    np.savez(path, canary_in=scores.canary_in, canary_out=scores.canary_out,
+             long_in=long.canary_in, long_out=long.canary_out)
     """
 )
 
@@ -288,7 +291,7 @@ def test_scores_are_bit_identical_on_one_and_two_devices(tmp_path):
     one = np.load(tmp_path / "scores_xla_1.npz")
     for name in ("xla_2", "advsim_2"):
         other = np.load(tmp_path / f"scores_{name}.npz")
-        for world in ("canary_in", "canary_out"):
+        for world in ("canary_in", "canary_out", "long_in", "long_out"):
             assert one[world].shape == (1500,)
             np.testing.assert_array_equal(one[world], other[world])
 

@@ -1,0 +1,97 @@
+"""Any stretch of a run's random stream, drawn alone with the very numbers of the whole.
+
+JAX's default generator (threefry 2x32, "partitionable" since JAX 0.5) is counter-based:
+element i of `jax.random.bits(key, (n,), uint32)` is the two words of
+threefry2x32(key, (0, i)) XOR-ed together, whatever n. So elements `start .. start + size
+- 1` of a run's noise can be drawn on their own, in the middle of its scan over the steps,
+and the engine never holds a run's whole `(T, d)` block (at T = 1000 on 2 CPU cores, two
+host devices each streaming 1024 runs' blocks ran slower than one device; drawn 128 steps
+at a time they run 1.4x faster than one device, with the same numbers).
+
+`range_supported` says whether the generator in use is that one; `normal_range` and
+`bits_range` are tested equal, bit for bit, to slices of `jax.random.normal` and
+`jax.random.bits` (tests/advsim/test_streams.py), and the first call in a process checks
+it again, so a JAX whose stream differs gets the up-front draws instead.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.random import threefry_2x32
+
+__all__ = ["SEGMENT_STEPS", "bits_range", "normal_range", "range_supported"]
+
+#: Steps whose noise, coins and updates the engine draws and runs together when a run is
+#: longer than twice this (`advsim._dpsgd.run_mechanism`).
+SEGMENT_STEPS = 128
+
+
+def _words(key, start, size: int):
+    """The two threefry words of elements start .. start + size - 1 of `key`'s stream."""
+    data = jax.random.key_data(key)
+    idx = jnp.asarray(start, jnp.uint32) + jnp.arange(size, dtype=jnp.uint32)
+    out = threefry_2x32((data[0], data[1]), jnp.concatenate([jnp.zeros_like(idx), idx]))
+    return out[:size], out[size:]
+
+
+def bits_range(key, start, size: int) -> jax.Array:
+    """`jax.random.bits(key, (n,), jnp.uint32)[start : start + size]` for any n >= start
+    + size (`range_supported` must hold); `start` may be traced, `size` is static."""
+    hi, lo = _words(key, start, size)
+    return hi ^ lo
+
+
+def normal_range(key, start, size: int, dtype) -> jax.Array:
+    """`jax.random.normal(key, (n,), dtype)[start : start + size]` for any n >= start +
+    size (`range_supported(dtype)` must hold): the same bits, the same map to (-1, 1)
+    and the same sqrt(2) erfinv."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float64:
+        hi, lo = _words(key, start, size)
+        bits = (hi.astype(jnp.uint64) << np.uint64(32)) | lo.astype(jnp.uint64)
+        uint, shift, one = jnp.uint64, 64 - 52, np.array(1.0, np.float64).view(np.uint64)
+    else:
+        bits = bits_range(key, start, size)
+        uint, shift, one = jnp.uint32, 32 - 23, np.array(1.0, np.float32).view(np.uint32)
+    mantissa = jax.lax.shift_right_logical(bits, uint(shift)) | uint(one)
+    floats = jax.lax.bitcast_convert_type(mantissa, dtype) - jnp.array(1.0, dtype)
+    lo_ = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = jax.lax.max(jnp.array(lo_, dtype), floats * (np.array(1.0, dtype) - lo_) + lo_)
+    return jnp.array(np.sqrt(2), dtype) * jax.lax.erf_inv(u)
+
+
+def _compare(dtype) -> bool:
+    with jax.enable_x64(dtype == jnp.float64 or jax.config.jax_enable_x64):
+        return _compare_draws(dtype)
+
+
+def _compare_draws(dtype) -> bool:
+    key = jax.random.key(20_241_004)
+    whole = jax.random.normal(key, (300,), dtype)
+    bits = jax.random.bits(key, (300,), jnp.uint32)
+    same = bool(jnp.all(normal_range(key, 37, 200, dtype) == whole[37:237]))
+    return same and bool(jnp.all(bits_range(key, 5, 290) == bits[5:295]))
+
+
+@functools.cache
+def _checked(dtype_name: str) -> bool:
+    """Slices of this JAX's own draws equal `normal_range` and `bits_range` (once per
+    process and dtype, on concrete values: in a thread of its own, since the engine asks
+    while tracing and JAX's tracing state is per thread, as is `jax.enable_x64`)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(_compare, jnp.dtype(dtype_name)).result()
+
+
+def range_supported(dtype=jnp.float32) -> bool:
+    """Whether `normal_range` and `bits_range` reproduce this JAX's stream: the default
+    threefry generator, partitionable, and checked equal on a test key."""
+    if not jax.config.jax_threefry_partitionable:
+        return False
+    if jax.config.jax_default_prng_impl != "threefry2x32":
+        return False
+    return _checked(jnp.dtype(dtype).name)
