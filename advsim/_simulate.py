@@ -259,12 +259,29 @@ def check_shapes(
         _CHECKED.add(key)
 
 
+#: `_dims` of the mechanisms seen last (by identity, each kept alive while it is here).
+_DIMS: dict[int, tuple] = {}
+
+
+def _dims(mechanism: AbstractMechanism) -> tuple[int, int]:
+    """(d, g): the model's size and the number of data groups, traced once per mechanism
+    (`simulate` asks for them several times while laying out its chunks)."""
+    hit = _DIMS.get(id(mechanism))
+    if hit is not None and hit[0] is mechanism:
+        return hit[1], hit[2]
+    d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
+    g = int(jax.eval_shape(mechanism.data_counts).shape[0])
+    if len(_DIMS) >= 64:
+        _DIMS.clear()
+    _DIMS[id(mechanism)] = (mechanism, d, g)
+    return d, g
+
+
 def _bytes_per_run(mechanism: AbstractMechanism, release: str, drawn: int | None = None) -> int:
     """Memory one run needs: noise (T, d), coins and counts (T, g + 1), the trajectory when
     all iterates are released, times 4 for XLA's temporaries (float32). With `drawn`, the
     noise and coins of only that many steps are held at once (`advsim._streams`)."""
-    d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
-    g = int(jax.eval_shape(mechanism.data_counts).shape[0])
+    d, g = _dims(mechanism)
     steps = mechanism.steps
     held = steps if drawn is None else min(steps, drawn)
     per_run = held * (d + 1) + steps * (g + 1 if drawn is None else g)
@@ -297,7 +314,7 @@ def vector_width(mechanism: AbstractMechanism, release: str = "last") -> int:
 
 def _lane_width(mechanism: AbstractMechanism, block: int) -> int:
     """`vector_width` for a mechanism whose `block_size` is `block`."""
-    d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
+    d = _dims(mechanism)[0]
     width = 2 ** int(math.floor(math.log2(max(1, VECTOR_COORDINATES // max(d, 1)))))
     return int(min(block, width))
 
