@@ -350,22 +350,25 @@ def _on_accelerator(devices) -> bool:
     return devices[0].platform != "cpu"
 
 
-def simulation_devices(mechanism: AbstractMechanism, release: str = "last") -> list:
+def simulation_devices(
+    mechanism: AbstractMechanism, release: str = "last", block: int | None = None
+) -> list:
     """The devices `simulate` shards `mechanism`'s runs over: every device in
     `jax.devices()`, but on CPU only the first where one block's working set exceeds
-    `SHARD_BLOCK_BYTES`. The scores are the same either way."""
+    `SHARD_BLOCK_BYTES`. The scores are the same either way. `block`: the mechanism's
+    `block_size`, where the caller has it already."""
     devices = jax.devices()
     if _on_accelerator(devices) or len(devices) == 1:
         return devices
     drawn = SEGMENT_STEPS if mechanism.steps > 2 * SEGMENT_STEPS else None
-    working_set = block_size(mechanism, release) * _bytes_per_run(mechanism, release, drawn)
+    block = block_size(mechanism, release) if block is None else block
+    working_set = block * _bytes_per_run(mechanism, release, drawn)
     return devices if working_set <= SHARD_BLOCK_BYTES else devices[:1]
 
 
-def _blocks_per_device(mechanism: AbstractMechanism, release: str, devices) -> int:
-    """Blocks per device in a default chunk: 16 on CPU; on an accelerator as many as fit
-    an eighth of its memory (a power of two, at least one block)."""
-    block = block_size(mechanism, release)
+def _blocks_per_device(mechanism: AbstractMechanism, release: str, devices, block: int) -> int:
+    """Blocks per device in a default chunk: 16 on CPU; on an accelerator as many blocks of
+    `block` runs as fit an eighth of its memory (a power of two, at least one)."""
     if not _on_accelerator(devices):
         return 16
     fit = _accelerator_chunk_bytes(devices[0]) // _bytes_per_run(mechanism, release)
@@ -377,9 +380,9 @@ def default_chunk_size(mechanism: AbstractMechanism, release: str = "last") -> i
     """Runs per host round trip (one compiled chunk, one bar update): 16 blocks per device
     of `simulation_devices` on CPU; on an accelerator, as many runs per device as fit an
     eighth of its memory (at most `ACCELERATOR_MAX_RUNS`)."""
-    devices = simulation_devices(mechanism, release)
-    blocks = _blocks_per_device(mechanism, release, devices)
-    return blocks * block_size(mechanism, release) * len(devices)
+    block = block_size(mechanism, release)
+    devices = simulation_devices(mechanism, release, block)
+    return _blocks_per_device(mechanism, release, devices, block) * block * len(devices)
 
 
 class _Layout(NamedTuple):
@@ -411,10 +414,10 @@ def _layout(
     device, in one of five chunk shapes (1, 2, 4, 8 or 16 blocks per device by default).
     """
     block = block_size(mechanism, release)
-    devices = tuple(simulation_devices(mechanism, release))
+    devices = tuple(simulation_devices(mechanism, release, block))
     unit = block * len(devices)
     if chunk_size is None:  # default_chunk_size
-        chunk_size = _blocks_per_device(mechanism, release, devices) * unit
+        chunk_size = _blocks_per_device(mechanism, release, devices, block) * unit
     units = math.ceil(chunk_size / unit)  # round up to whole blocks on every device
     if trials is not None:
         units = min(units, 2 ** math.ceil(math.log2(math.ceil(trials / unit))))

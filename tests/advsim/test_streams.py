@@ -76,6 +76,7 @@ def _segmented(monkeypatch, mech, up_front: bool = False) -> None:
     monkeypatch.setattr(dpsgd_module, "range_supported", supported)
 
 
+@pytest.mark.slow  # four compilations per example (the README's command runs one below)
 @pytest.mark.parametrize("cls", MECHANISMS, ids=lambda cls: cls.__name__)
 def test_segmented_runs_equal_the_up_front_runs_to_rounding(cls, monkeypatch):
     # Every built-in contract example, both worlds, the last model and the trajectory. The
@@ -99,6 +100,19 @@ def test_segmented_runs_equal_the_up_front_runs_to_rounding(cls, monkeypatch):
                     assert g.shape == w.shape and g.dtype == w.dtype, f"{name} {release}"
                     tol = 1e-12 if g.dtype == np.float64 else 1e-4
                     np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{name}")
+
+
+def test_a_segmented_run_with_data_equals_the_up_front_run_to_rounding(monkeypatch):
+    # One example of the class above in the README's command: 5-d model, Gaussian data.
+    mech = LinearProcess.with_data(
+        10, 0.3, 1.0, dim=5, num_examples=20, distribution="gaussian", scale=3.0
+    )
+    keys = jax.random.split(jax.random.key(3), 8)
+    _segmented(monkeypatch, mech, up_front=True)
+    want = _runs(mech, "all", keys)
+    _segmented(monkeypatch, mech)
+    for g, w in zip(_runs(mech, "all", keys), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow  # one more compilation per example
