@@ -91,7 +91,9 @@ def test_segmented_runs_equal_the_up_front_runs_to_rounding(cls, monkeypatch):
         for name, mech in cls.contract_examples().items():
             if mech.steps < 3:  # one segment at most: the up-front path
                 continue
-            for release in ("last", "all"):
+            # The trajectory (its last row is the last model; the "last" path is checked
+            # by the simulations below).
+            for release in ("all",):
                 _segmented(monkeypatch, mech, up_front=True)
                 want = _runs(mech, release, keys)
                 _segmented(monkeypatch, mech)
@@ -115,8 +117,15 @@ def test_a_segmented_run_with_data_equals_the_up_front_run_to_rounding(monkeypat
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
+#: The classes whose updates differ most in kind: data groups and a d-dimensional model, a
+#: nonlinear loss, Poisson-sampled groups (float64), a projection.
+_CHUNKED = {"LinearProcess", "GradientCanary", "PiecewiseConstruction", "ProjectedLinearCanary"}
+
+
 @pytest.mark.slow  # one more compilation per example
-@pytest.mark.parametrize("cls", MECHANISMS, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in MECHANISMS if c.__name__ in _CHUNKED], ids=lambda cls: cls.__name__
+)
 def test_segmented_runs_do_not_depend_on_the_chunk_size(cls, monkeypatch):
     with jax.enable_x64(cls.requires_x64 or jax.config.jax_enable_x64):
         for mech in cls.contract_examples().values():
