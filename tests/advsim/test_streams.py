@@ -76,7 +76,7 @@ def _segmented(monkeypatch, mech, up_front: bool = False) -> None:
     monkeypatch.setattr(dpsgd_module, "range_supported", supported)
 
 
-@pytest.mark.slow  # four compilations per example (the README's command runs one below)
+@pytest.mark.slow  # two compilations per example
 @pytest.mark.parametrize("cls", MECHANISMS, ids=lambda cls: cls.__name__)
 def test_segmented_runs_equal_the_up_front_runs_to_rounding(cls, monkeypatch):
     # Every built-in contract example, both worlds, the last model and the trajectory. The
@@ -104,8 +104,9 @@ def test_segmented_runs_equal_the_up_front_runs_to_rounding(cls, monkeypatch):
                     np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{name}")
 
 
+@pytest.mark.slow  # 9 s; the README's command keeps the 1-D simulation below
 def test_a_segmented_run_with_data_equals_the_up_front_run_to_rounding(monkeypatch):
-    # One example of the class above in the README's command: 5-d model, Gaussian data.
+    # A 5-d model with Gaussian data, both worlds, the whole trajectory.
     mech = LinearProcess.with_data(
         10, 0.3, 1.0, dim=5, num_examples=20, distribution="gaussian", scale=3.0
     )
