@@ -431,7 +431,7 @@ def eps_from_counts(tp, fp, tn, fn, delta, confidence=0.95) -> Metric:
     Args:
         tp, fp, tn, fn: the test's counts, integers >= 0, with tp + fn >= 1 (canary-in
             runs) and fp + tn >= 1 (canary-out runs).
-        delta: the DP delta, in (0, 1) (as everywhere in `advsim.audits`).
+        delta: the DP delta, in [0, 1): 0 states pure DP, as the `eps_delta` audit does.
         confidence: c in (0.5, 1), the joint confidence of the two Clopper-Pearson
             bounds; or None for the point estimate.
 
@@ -454,7 +454,7 @@ def eps_from_counts(tp, fp, tn, fn, delta, confidence=0.95) -> Metric:
         4.5
     """
     tp, fn, fp, tn = _counts(tp, fn, fp, tn)
-    delta = check_delta("delta", delta)
+    delta = check_delta("delta", delta, allow_zero=True)
     n_in, n_out = tp + fn, fp + tn
     details = {"tp": tp, "fp": fp, "tn": tn, "fn": fn, "fpr": fp / n_out, "fnr": fn / n_in}
     if confidence is None:

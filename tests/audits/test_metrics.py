@@ -189,6 +189,19 @@ def test_eps_from_counts_by_hand():
     assert math.log((1 - DELTA - p) / p) == pytest.approx(2.56957, abs=1e-5)
 
 
+def test_eps_from_counts_at_delta_zero_is_the_pure_dp_bound():
+    # All runs correct, 50 per world, c = 0.95, delta = 0: log((1 - p) / p) with p the
+    # Clopper-Pearson upper bound at k = 0 (above), the same as the eps_delta audit's
+    # pure-DP bound at that threshold.
+    p = 1 - 0.025 ** (1 / 50)
+    m = eps_from_counts(50, 0, 50, 0, 0.0)
+    assert m.value == pytest.approx(math.log((1 - p) / p), rel=1e-12)
+    assert m.details["delta"] == 0.0
+    s = Scores(np.linspace(1.0, 2.0, 50), np.linspace(-2.0, -1.0, 50))
+    r = audit_at_threshold(EpsDeltaAudit(), s, 0.0, delta=0.0)
+    assert m.value == pytest.approx(r.eps_lower, rel=1e-12)
+
+
 def test_eps_point_estimate():
     # Raw rates FPR = 0.01, FNR = 0.1: log((1 - 0.1 - 1e-5) / 0.01) = 4.49970.
     m = eps_from_counts(9000, 100, 9900, 1000, DELTA, confidence=None)
@@ -233,9 +246,8 @@ def test_eps_from_counts_agrees_with_eps_delta_audit_at_the_threshold(tau, confi
         (dict(tp=1.5, fp=0, tn=1, fn=1), "tp must be an integer >= 0, got 1.5"),
         (dict(tp=0, fp=1, tn=1, fn=0), r"tp \+ fn = 0"),
         (dict(tp=1, fp=0, tn=0, fn=1), r"fp \+ tn = 0"),
-        (dict(tp=1, fp=1, tn=1, fn=1, delta=0.0), r"delta must be in \(0, 1\), got 0.0"),
-        (dict(tp=1, fp=1, tn=1, fn=1, delta=1.0), r"delta must be in \(0, 1\), got 1.0"),
-        (dict(tp=1, fp=1, tn=1, fn=1, delta=-0.1), r"delta must be in \(0, 1\), got -0.1"),
+        (dict(tp=1, fp=1, tn=1, fn=1, delta=1.0), r"delta must be in \[0, 1\), got 1.0"),
+        (dict(tp=1, fp=1, tn=1, fn=1, delta=-0.1), r"delta must be in \[0, 1\), got -0.1"),
         (
             dict(tp=1, fp=1, tn=1, fn=1, confidence=0.5),
             r"confidence must be in \(0.5, 1\), got 0.5",
