@@ -96,6 +96,12 @@ class AbstractMechanism(eqx.Module):
     #: every other mechanism with the assumption-free "eps_delta".
     in_heuristic_family: ClassVar[bool] = False
 
+    def in_heuristic_family_exactly(self) -> bool:
+        """Whether this instance's last model is exactly in the heuristic's family (the
+        family audit's assumption holds): `in_heuristic_family` unless a class says which
+        of its instances leave it (`LinearProcess` with data gradients does)."""
+        return self.in_heuristic_family
+
     def __check_init__(self):
         # Runs after every concrete mechanism's __init__ (equinox): the record was checked
         # when it was built, so only its type is left to check here.

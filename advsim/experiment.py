@@ -83,14 +83,18 @@ def default_audit_method(mechanism) -> str:
     e.g. `LinearProcess`), where the family audit's assumption is exact, and the
     assumption-free `"eps_delta"` for every other one (a classmethod factory such as
     `LinearProcess.with_data` included). The sweeps' rule (`advsim.sweep`), so that
-    `advsim audit`, a sweep and `run_audit` agree.
+    `advsim audit`, a sweep and `run_audit` agree. An instance must also be in the family
+    itself (`in_heuristic_family_exactly`: a `LinearProcess` with data gradients is not).
 
     Example:
         >>> from advsim.mechanisms import LinearProcess, ThresholdLandscape
         >>> default_audit_method(LinearProcess), default_audit_method(ThresholdLandscape)
         ('family', 'eps_delta')
     """
-    return "family" if getattr(mechanism, "in_heuristic_family", False) is True else "eps_delta"
+    in_family = getattr(mechanism, "in_heuristic_family", False) is True
+    if in_family and not isinstance(mechanism, type):
+        in_family = bool(mechanism.in_heuristic_family_exactly())
+    return "family" if in_family else "eps_delta"
 
 
 def _column(role: str, *, bounds: bool = False, default=dataclasses.MISSING):

@@ -202,6 +202,11 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
     def data_counts(self) -> Int[Array, " g"]:
         return jnp.asarray(self.other_counts)
 
+    def in_heuristic_family_exactly(self) -> bool:
+        """True without data gradients only: the data's sampled counts add a random shift
+        that the heuristic's family does not have (`projection_law` is exact only then)."""
+        return not self.has_data
+
     def projection_law(self):
         """The law of the canary-direction projection of m_T - m_0, in units of eta * C.
 

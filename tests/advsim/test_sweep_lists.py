@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from advsim.audits import AUDIT_METHODS, THRESHOLD_SELECTIONS
-from advsim.experiment import AuditRecord, record_columns
-from advsim.mechanisms import LinearProcess
+from advsim.experiment import AuditRecord, default_audit_method, record_columns
+from advsim.mechanisms import LinearProcess, ThresholdLandscape
 from advsim.plotting import _NOT_PARAMS
 from advsim.sweep import (
     AUDIT_COLUMNS,
@@ -149,3 +149,13 @@ def test_the_default_method_follows_the_mechanisms_class_attribute(monkeypatch):
     assert parse_config(gradient).fixed["method"] == "eps_delta"
     monkeypatch.setattr(LinearProcess, "in_heuristic_family", False)
     assert parse_config(data).fixed["method"] == "eps_delta"
+
+
+def test_the_default_method_of_an_instance_asks_whether_it_is_in_the_family():
+    # run_audit's default: the linear process is the family's tight case; with data
+    # gradients its sampled counts add a shift the family lacks, so the assumption-free
+    # audit (the class alone cannot say which instance it is).
+    assert default_audit_method(LinearProcess(5, 0.1, 1.0)) == "family"
+    with_data = LinearProcess.with_data(5, 0.1, 1.0, dim=2, num_examples=4)
+    assert with_data.has_data and default_audit_method(with_data) == "eps_delta"
+    assert default_audit_method(ThresholdLandscape(5, 1.0, 4)) == "eps_delta"
