@@ -21,7 +21,13 @@ from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
 from advsim._binomial import AbstractBinomialSampler
 from advsim._mechanism import AbstractMechanism, AbstractPerExampleData, AbstractProjected
-from advsim._streams import SEGMENT_STEPS, bits_range, normal_range, range_supported
+from advsim._streams import (
+    SEGMENT_STEPS,
+    bits_range,
+    in_segments,
+    normal_range,
+    range_supported,
+)
 
 __all__ = [
     "bernoulli_from_bits",
@@ -255,7 +261,7 @@ def run_mechanism(
     else:
         counts = jnp.broadcast_to(group_counts, (steps, group_counts.shape[0]))
 
-    if steps > 2 * SEGMENT_STEPS and range_supported(dtype) and _threefry(key):
+    if in_segments(steps, SEGMENT_STEPS) and range_supported(dtype) and _threefry(key):
         return _run_in_segments(
             mechanism, canary_in, k_noise, k_coin, counts, release, coins, q, model
         )

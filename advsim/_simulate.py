@@ -29,7 +29,7 @@ from advsim._dpsgd import gathers_sampled_examples, run_mechanism
 from advsim._limits import MAX_SEED, check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism, AbstractProjected
 from advsim._scores import NonFiniteScoresError, Scores
-from advsim._streams import SEGMENT_STEPS
+from advsim._streams import SEGMENT_STEPS, in_segments
 
 __all__ = [
     "BINOMIAL_METHODS",
@@ -360,7 +360,7 @@ def simulation_devices(
     devices = jax.devices()
     if _on_accelerator(devices) or len(devices) == 1:
         return devices
-    drawn = SEGMENT_STEPS if mechanism.steps > 2 * SEGMENT_STEPS else None
+    drawn = SEGMENT_STEPS if in_segments(mechanism.steps) else None
     block = block_size(mechanism, release) if block is None else block
     working_set = block * _bytes_per_run(mechanism, release, drawn)
     return devices if working_set <= SHARD_BLOCK_BYTES else devices[:1]

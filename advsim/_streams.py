@@ -28,11 +28,17 @@ try:  # the hash itself, public in jax.extend; a JAX without it draws up front
 except ImportError:  # pragma: no cover (every JAX advsim supports has it)
     threefry_2x32 = None
 
-__all__ = ["SEGMENT_STEPS", "bits_range", "normal_range", "range_supported"]
+__all__ = ["SEGMENT_STEPS", "bits_range", "in_segments", "normal_range", "range_supported"]
 
 #: Steps whose noise, coins and updates the engine draws and runs together when a run is
 #: longer than twice this (`advsim._dpsgd.run_mechanism`).
 SEGMENT_STEPS = 128
+
+
+def in_segments(steps: int, segment: int = SEGMENT_STEPS) -> bool:
+    """Whether a run of `steps` steps draws in segments of `segment` (where the generator
+    allows, `range_supported`): when it is longer than two of them."""
+    return steps > 2 * segment
 
 
 def _words(key, start, size: int):

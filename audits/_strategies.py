@@ -303,8 +303,8 @@ def projected_split_audit(
 
     Args:
         audit: a threshold audit (its `confidence`, `seed` and method are used).
-        scores: both worlds' scores, at least 2 per world.
-        delta: the DP delta, in (0, 1).
+        scores: both worlds' scores, at least `PROJECTED_SPLIT_MIN_SCORES` (3) per world.
+        delta: the DP delta (0 where the audit states pure DP).
         accounting: passed to the audit.
         selection_fraction: the share of each world that chooses the thresholds, in
             (0, 1); at least one score chooses and at least two are counted.
