@@ -87,21 +87,34 @@ The test (`check_tradeoff_fit`):
    band resolves only from about $10^6$ scores per world, and the GDP audit's eps
    (3.90 at $10^5$ per world, delta = 1e-5) exceeds the exact 3.636. `check_tradeoff_fit`
    knows nothing of its curve's shape and skips this step.
+6. The binned likelihood-ratio test (`advsim.audits._binned_fit`; `check_gaussian_tradeoff`
+   and `check_heuristic_family`, whose curves are probit-shift mixtures). The band
+   bounds every ROC point at once, so a curve that departs from every $f_\theta$ only
+   by a local change of slope stays inside it; the binned test compares how each
+   world's scores fall into 20 bins of pooled quantiles with the best fit of the null
+   (maximum likelihood over the bins' probits and $\theta$) and rejects when the
+   likelihood-ratio statistic G exceeds the $\chi^2$ quantile with bins - 2 degrees of
+   freedom. The check spends half its level on the band (steps 1-5) and half here, and
+   rejects when either does; `AssumptionCheck.binned` holds this test's statistic,
+   p-value, fit and the bin that adds most to G.
 
-Level: under $H_0$ with parameter $\theta^*$, on the band's event (probability
-$\ge 1 - \mathrm{level}$, Bonferroni over $4K$ one-sided order-statistic intervals whose
-levels are exact for any continuous or discontinuous $F$) every box and every mixed box
-contains a true point of the randomised ROC, which lies on $f_{\theta^*}$, so $\theta^*$
-satisfies every limit and steps 3-4 do not reject. Step 5 rejects under $H_0$ only with
-probability 0 (an atom, with $\theta^*$ strictly inside the range) or off the band's event
-($\theta^*$ at an end, excluded by the limits). Hence
-$\Pr[\text{reject} \mid H_0] \le \mathrm{level}$, for every sample size; numerical error
-in the limits only moves them outwards (bisection returns the conservative end of its
-bracket; the family's dropped atoms loosen them by their mass; the chord's lowest point
-is overstated, never understated, and the chord test has 1e-12 of slack).
-The test is conservative: the Bonferroni union over correlated order statistics, and a
+Level: the band (steps 1-5) at level/2 and the binned test (step 6) at level/2, so
+$\Pr[\text{reject} \mid H_0] \le \mathrm{level}$ up to the binned test's asymptotic
+approximation (measured below). For the band: under $H_0$ with parameter $\theta^*$, on
+the band's event (probability $\ge 1 -$ its level, Bonferroni over $4K$ one-sided
+order-statistic intervals whose levels are exact for any continuous or discontinuous $F$) every
+box and every mixed box contains a true point of the randomised ROC, which lies on
+$f_{\theta^*}$, so $\theta^*$ satisfies every limit and steps 3-4 do not reject. Step 5
+rejects under $H_0$ only with probability 0 (an atom, with $\theta^*$ strictly inside the
+range) or off the band's event ($\theta^*$ at an end, excluded by the limits). Hence the
+band rejects a true null with probability at most its level, for every sample size;
+numerical error in the limits only moves them outwards (bisection returns the conservative
+end of its bracket; the family's dropped atoms loosen them by their mass; the chord's
+lowest point is overstated, never understated, and the chord test has 1e-12 of slack).
+The band is conservative: the Bonferroni union over correlated order statistics, and a
 composite null whose parameter adapts to the data. Measured on N(1, 1) vs N(0, 1),
-5 x 10^4 per world, 400 repeats: 0 rejections at level 0.05 and 0 at level 0.5; the
+5 x 10^4 per world, 400 repeats, the band alone: 0 rejections at level 0.05 and 0 at
+level 0.5; the
 `param_interval` covered the true mu in all of them (on the band's event it is a
 confidence interval for the parameter).
 
@@ -154,6 +167,7 @@ import advsim.bounds as _bounds
 from advsim import Accounting
 from advsim.validation import check_in_interval
 
+from ._binned_fit import binned_mixture_test
 from ._result import _plain
 from ._roc_band import (
     _THETA_TOP,
@@ -201,8 +215,10 @@ class AssumptionCheck:
         assumption: `"gaussian_tradeoff"` (the ROC is $G_\\mu$) or `"heuristic_family"`
             (the ROC is the family's $f_\\sigma$), or the name given to
             `check_tradeoff_fit`.
-        rejected: True iff no parameter value fits inside every box of the band.
-        level: the test's level: under the null, `Pr[rejected] <= level`.
+        rejected: True iff no parameter value fits inside every box of the band, or the
+            binned test rejects.
+        level: the check's level: under the null, `Pr[rejected] <= level` (the band's
+            half exactly, the binned test's half asymptotically; module docstring).
         band: how the simultaneous band was built, in words.
         param_name: `"mu"`, `"sigma"`, or the curve parameter's name.
         param_interval: `(lo, hi)` of the parameters consistent with every box (for
@@ -214,8 +230,15 @@ class AssumptionCheck:
             observed FPR), `curve_fnr_interval` (the curve at `param_fit` over the box's
             FPR interval), `allowed` (the parameter range this box alone allows; None
             when it allows none), and `lower_limit`/`upper_limit` with the thresholds
-            that set them (the overall limits; rejected iff lower > upper).
+            that set them (the overall limits), `limits_conflict` (no parameter meets
+            them all: the band rejects).
         n_in, n_out: scores per world that the check saw.
+        binned: the binned likelihood-ratio test (`check_gaussian_tradeoff`,
+            `check_heuristic_family`; None for `check_tradeoff_fit`, or where too few
+            scores leave fewer than 3 bins): `rejected`, `level`, `statistic` (G), `df`,
+            `p_value`, `bins`, `theta_fit` and `param_fit` (the null's maximum-likelihood
+            parameter), and `worst` (the bin that adds most to G: its score range `low`,
+            `high` and the observed and expected counts of each world).
     """
 
     assumption: str
@@ -227,6 +250,7 @@ class AssumptionCheck:
     worst: dict
     n_in: int
     n_out: int
+    binned: dict | None = None
 
     def to_dict(self) -> dict:
         """Plain Python values (lists for tuples), ready for JSON (inf stays a float)."""
@@ -270,17 +294,40 @@ class AssumptionCheck:
             else f"the tests randomised between thresholds {w['upper_limit_threshold']:.6g} "
             f"and {w['upper_limit_randomised_to']:.6g}"
         )
-        if self.rejected:
+        binned = self._describe_binned()
+        if w["limits_conflict"]:
             return (
                 f"{self.assumption} rejected at level {self.level:g}: no {self.param_name} "
                 f"fits every box ({self.param_name} >= {w['lower_limit']:.4g} at threshold "
                 f"{w['lower_limit_threshold']:.6g}, <= {w['upper_limit']:.4g} at "
-                f"{upper_at}); worst {where}"
+                f"{upper_at}); worst {where}" + (f"; {binned}" if binned else "")
             )
+        if self.rejected:
+            return f"{self.assumption} rejected at level {self.level:g}: {binned}"
         lo, hi = self.param_interval
         return (
             f"{self.assumption} not rejected at level {self.level:g}: {self.param_name} in "
-            f"[{lo:.4g}, {hi:.4g}] fits every box (not a proof that the assumption holds)"
+            f"[{lo:.4g}, {hi:.4g}] fits every box"
+            + (f"; {binned}" if binned else "")
+            + " (not a proof that the assumption holds)"
+        )
+
+    def _describe_binned(self) -> str:
+        """The binned test's outcome, in words ("" where it did not run)."""
+        b = self.binned
+        if b is None:
+            return ""
+        w = b["worst"]
+        low = "-inf" if w["low"] is None else f"{w['low']:.6g}"
+        high = "inf" if w["high"] is None else f"{w['high']:.6g}"
+        verdict = "rejects" if b["rejected"] else "does not reject"
+        return (
+            f"the binned likelihood-ratio test {verdict} (G = {b['statistic']:.4g} on "
+            f"{b['df']} df over {b['bins']} bins, p = {b['p_value']:.3g}, its level "
+            f"{b['level']:g}): at the best fit {self.param_name} = {b['param_fit']:.4g}, "
+            f"scores in [{low}, {high}) were expected from {w['in_expected']:.1f} in-runs "
+            f"and {w['out_expected']:.1f} out-runs, and came from {w['in_observed']} and "
+            f"{w['out_observed']}"
         )
 
 
@@ -526,6 +573,7 @@ def _run(
     assumption,
     param_name,
     show,
+    binned=None,
 ):
     """The shared test. `limits(boxes) -> (low, up)` in the curve's parameter theta;
     `show(theta_low, theta_up) -> (param_lo, param_hi)` maps a theta interval to the
@@ -533,8 +581,11 @@ def _run(
     `segment_limits(segments, cap) -> up` gives the segments' upper limits (step 4; those
     that cannot go below `cap`, the boxes' smallest, as inf);
     `strictly_convex`: the curves are strictly convex for every theta strictly inside
-    (lo, inf), so a heavy atom rejects unless the limits allow lo or inf (step 5)."""
-    boxes, band = _boxes(sorted_in, sorted_out, level)
+    (lo, inf), so a heavy atom rejects unless the limits allow lo or inf (step 5).
+    `binned(sorted_in, sorted_out, level, theta_guess) -> dict | None`: the binned test
+    (step 6), given half the level; None: the band alone, at the whole level."""
+    band_level = level if binned is None else level / 2.0
+    boxes, band = _boxes(sorted_in, sorted_out, band_level)
     n_boxes = boxes["tau"].size
     seg = _segments(boxes, sorted_in, sorted_out, level)
     box_low, box_up = limits(boxes)
@@ -558,12 +609,16 @@ def _run(
     if strictly_convex and not limits_conflict and low_max > lo + slack:
         if not math.isinf(up_min):
             atom = _heavy_atom(sorted_in, sorted_out)
-    rejected = limits_conflict or atom is not None
-
     if limits_conflict:
         fit = _max_agreement(low, up, lo)
     else:
         fit = low_max if math.isinf(up_min) else 0.5 * (low_max + up_min)
+    binned_result = None
+    if binned is not None:
+        band += f"; the band at level {band_level:g}, the binned test at {level - band_level:g}"
+        binned_result = binned(sorted_in, sorted_out, level - band_level, fit)
+    rejected = limits_conflict or atom is not None
+    rejected = rejected or (binned_result is not None and binned_result["rejected"])
     with np.errstate(invalid="ignore"):
         margin = np.maximum(low - fit, fit - up)
     margin = np.where(np.isnan(margin), -math.inf, margin)
@@ -587,6 +642,7 @@ def _run(
         upper_limit_threshold=where(i_up),
         upper_limit_randomised_to=randomised_to(i_up),
         atom=atom,
+        limits_conflict=limits_conflict,
     )
     if param_name == "sigma":  # theta = 1/sigma: the lower theta limit is sigma's upper
         worst["lower_limit"], worst["upper_limit"] = worst["upper_limit"], worst["lower_limit"]
@@ -604,6 +660,7 @@ def _run(
         worst=worst,
         n_in=int(sorted_in.size),
         n_out=int(sorted_out.size),
+        binned=binned_result,
     )
 
 
@@ -715,14 +772,27 @@ def check_gaussian_tradeoff(canary_in, canary_out, *, level: float = 0.05) -> As
     return _check_convex_family(
         canary_in, canary_out, gaussian_tradeoff, _gdp_limits, level=level,
         assumption="gaussian_tradeoff", param_name="mu", show=lambda a, b: (float(a), float(b)),
+        mixture=(np.ones(1), np.ones(1)),
     )  # fmt: skip
 
 
 def _check_convex_family(
-    canary_in, canary_out, curve, limits, *, level, assumption, param_name, show, tol=0.0
+    canary_in,
+    canary_out,
+    curve,
+    limits,
+    *,
+    level,
+    assumption,
+    param_name,
+    show,
+    mixture,
+    tol=0.0,
 ) -> AssumptionCheck:
     """`_run` on unsorted scores for a family of strictly convex curves with theta in
-    [0, inf) (the GDP and heuristic-family checks); `tol` as in `_segment_limits`."""
+    [0, inf) (the GDP and heuristic-family checks), with the binned test of the
+    probit-shift mixture `mixture = (shifts, weights)` that the curves are; `tol` as in
+    `_segment_limits`."""
     level = check_in_interval("level", level, 0.0, 1.0)
     cin = np.sort(_validate_scores("canary_in", canary_in, must_be_sorted=False))
     cout = np.sort(_validate_scores("canary_out", canary_out, must_be_sorted=False))
@@ -738,12 +808,25 @@ def _check_convex_family(
         assumption=assumption,
         param_name=param_name,
         show=show,
+        binned=lambda sin, sout, lev, guess: _binned(sin, sout, mixture, lev, guess, show),
     )
 
 
+def _binned(sorted_in, sorted_out, mixture, level, theta_guess, show) -> dict | None:
+    """The binned test (step 6) with its fit also in the reported parameter."""
+    result = binned_mixture_test(
+        sorted_in, sorted_out, *mixture, level=level, theta_guess=theta_guess
+    )
+    if result is not None:
+        theta = result["theta_fit"]
+        result["param_fit"] = show(max(theta, 0.0), max(theta, 0.0))[0]
+    return result
+
+
 def _family_curve(accounting: Accounting) -> tuple:
-    """`(curve, error)`: the family's curve from the atoms within `_ATOM_LOG_TOL` of the
-    largest, and a bound on its distance to the exact one (twice the dropped mass)."""
+    """`(curve, error, (shifts, weights))`: the family's curve from the atoms within
+    `_ATOM_LOG_TOL` of the largest, a bound on its distance to the exact one (twice the
+    dropped mass), and the atoms as the probit-shift mixture of the binned test."""
     n_c = accounting.num_canary_steps
     support, probs = _bounds.binomial_mixture(n_c, accounting.sampling_prob, log_tol=_ATOM_LOG_TOL)
     z = np.asarray(support, np.float64) / math.sqrt(accounting.steps)
@@ -756,7 +839,7 @@ def _family_curve(accounting: Accounting) -> tuple:
             terms = scipy.special.ndtr(c[..., None] - z * theta[..., None])
         return np.clip(terms @ probs, 0.0, 1.0)
 
-    return curve, 2.0 * (n_c + 1) * math.exp(-_ATOM_LOG_TOL)
+    return curve, 2.0 * (n_c + 1) * math.exp(-_ATOM_LOG_TOL), (z, probs / probs.sum())
 
 
 def family_tradeoff(accounting: Accounting) -> Callable:
@@ -807,7 +890,7 @@ def check_heuristic_family(
     """
     if not isinstance(accounting, Accounting):
         raise TypeError(f"accounting must be an advsim.Accounting, got {type(accounting).__name__}")
-    curve, err = _family_curve(accounting)
+    curve, err, mixture = _family_curve(accounting)
 
     def limits(boxes):
         return (
@@ -825,5 +908,5 @@ def check_heuristic_family(
 
     return _check_convex_family(
         canary_in, canary_out, curve, limits, level=level, assumption="heuristic_family",
-        param_name="sigma", show=show, tol=err,
+        param_name="sigma", show=show, mixture=mixture, tol=err,
     )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -13,7 +14,7 @@ import advsim
 from advsim._accounting import Accounting
 from advsim._scores import Scores
 from advsim._validation import check_in_interval, check_int, check_nonnegative
-from advsim.audits import audit, get_audit
+from advsim.audits import AssumptionRejectedWarning, audit, get_audit
 from advsim.testing._strategies import DPSGDParams, Mixture
 
 __all__ = [
@@ -223,6 +224,7 @@ def mixture_sampler(mixture: Mixture, trials: int) -> Callable[[int], Scores]:
 
 def simulation_sampler(mechanism, adversary, trials: int) -> Callable[[int], Scores]:
     """`seed -> advsim.simulate(mechanism, adversary, trials, key=seed)`."""
+
     def sample(seed: int) -> Scores:
         return advsim.simulate(mechanism, adversary, trials, key=seed, chunk_size=trials)
 
@@ -246,6 +248,10 @@ class Calibration:
             (`scipy.stats.binom.ppf(1 - p_value, repeats, nominal)`).
         true_eps, median_eps_lower: the truth and the median bound (tightness).
         failing_seeds: the sampler seeds of the first few failures, to replay.
+        assumption_rejected: repeats whose audit's assumption check rejected (gdp and
+            family audits; 0 for the others). Under a true assumption each rejects with
+            probability at most the audit's `assumption_level`; the warning each would
+            raise is recorded here instead.
     """
 
     method: str
@@ -260,6 +266,7 @@ class Calibration:
     true_eps: float
     median_eps_lower: float
     failing_seeds: tuple[int, ...]
+    assumption_rejected: int = 0
 
     @property
     def passed(self) -> bool:
@@ -272,6 +279,11 @@ class Calibration:
             f"{self.failures}/{self.repeats} = {self.fraction:.3f} (CP [{lo:.3f}, {hi:.3f}]); "
             f"allowed <= {self.max_failures} (nominal {self.nominal:.3g}, p = {self.p_value:g}); "
             f"median eps_lower {self.median_eps_lower:.4g}"
+            + (
+                f"; assumption rejected in {self.assumption_rejected}/{self.repeats}"
+                if self.assumption_rejected
+                else ""
+            )
         )
 
     def check(self) -> Calibration:
@@ -331,7 +343,7 @@ def calibration_fraction(
     true_eps = check_nonnegative("true_eps", true_eps)
     nominal = 1.0 - check_in_interval("confidence", confidence, 0.5, 1.0)
     p_value = check_in_interval("p_value", p_value, 0.0, 1.0)
-    eps, failing = [], []
+    eps, failing, rejected = [], [], 0
     for i in range(repeats):
         auditor = get_audit(
             method,
@@ -340,7 +352,10 @@ def calibration_fraction(
             seed=seed + i,
             **dict(audit_kwargs or {}),
         )
-        r = auditor(sampler(seed + i), delta=delta, accounting=accounting)
+        with warnings.catch_warnings():  # counted in `assumption_rejected` instead
+            warnings.simplefilter("ignore", AssumptionRejectedWarning)
+            r = auditor(sampler(seed + i), delta=delta, accounting=accounting)
+        rejected += bool(r.assumption_rejected)
         # None (the method's model does not fit the rates) makes no claim: 0 for the median.
         eps.append(0.0 if r.eps_lower is None else r.eps_lower)
         if r.eps_lower is not None and r.eps_lower > true_eps * (1.0 + rtol):
@@ -360,4 +375,5 @@ def calibration_fraction(
         true_eps=true_eps,
         median_eps_lower=float(np.median(eps)),
         failing_seeds=tuple(failing[:10]),
+        assumption_rejected=rejected,
     )

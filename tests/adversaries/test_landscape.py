@@ -113,6 +113,14 @@ def test_search_result_in_simulation_matches_single_audit():
     mech = ThresholdLandscape(2, 1.5, 2)
     alpha = float(scipy.stats.norm.sf(0.2 / 1.5))
     search = ThresholdSearch([alpha])
-    res = run_threshold_search(search, mech, 10_000, jax.random.key(5), delta=DELTA, method="gdp")
-    scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
-    assert res.eps_lower[0] == audit(scores, "gdp", delta=DELTA).eps_lower
+    with warnings.catch_warnings():
+        # The landscape's trade-off curve is not Gaussian, and the held-out check may say
+        # so (it does at this seed): not what this test pins.
+        warnings.simplefilter("ignore", AssumptionRejectedWarning)
+        res = run_threshold_search(
+            search, mech, 10_000, jax.random.key(5), delta=DELTA, method="gdp"
+        )
+        scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
+        single = audit(scores, "gdp", delta=DELTA)
+    assert res.eps_lower[0] == single.eps_lower
+    assert res.results[0].assumption_rejected == single.assumption_rejected

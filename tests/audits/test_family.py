@@ -1,6 +1,7 @@
 """HeuristicFamilyAudit: recovering the heuristic epsilon of the linear last-iterate process."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -20,9 +21,14 @@ def _acceptance(steps, q, sigma, seed=0):
     # Scores sampled exactly from P = Binomial(T, q) + N(0, T sigma^2) vs
     # Q = N(0, T sigma^2), 10^6 runs per world; the truth is advsim.bounds'
     # heuristic_epsilon (Theorem 1 of arXiv:2410.06186).
+    # The family assumption holds, so its held-out check rejects with probability at most
+    # assumption_level (0.05); seed 0 at T = 100 is such a false alarm (the binned test's
+    # p = 0.0024): the warning is allowed here, and is not what this test pins.
     s = family_scores(steps, q, sigma, 10**6, seed=seed)
     acc = every_step(steps, q, sigma)
-    r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssumptionRejectedWarning)
+        r = HeuristicFamilyAudit()(s, delta=DELTA, accounting=acc)
     truth = bounds.heuristic_epsilon(DELTA, steps, q, sigma, canary_steps=steps)
     return r, truth
 
