@@ -34,11 +34,10 @@ if TYPE_CHECKING:
         AbstractScalarLaw,
         AbstractSumEncoding,
         AbstractThresholdLandscape,
-        CanarySchedule,
-        DPSGDOptions,
-        DPSGDParams,
         poisson_batch_bound,
     )
+    from advsim._records import DPSGDOptions, DPSGDParams
+    from advsim._schedule import CanarySchedule
     from advsim._scores import NonFiniteScoresError, Scores
     from advsim._simulate import block_size, default_chunk_size, simulate
 

@@ -9,9 +9,8 @@ with.
 
 Here: `AbstractMechanism` and the capability bases an adversary checks with `isinstance`.
 The hyperparameter record every mechanism holds (`DPSGDParams`, `DPSGDOptions`) lives in
-`advsim._records`, the canary's schedule (`CanarySchedule`) in `advsim._schedule`, and
-`as_traced_float` in `advsim._validation`; they are importable from here too, beside the
-bases that use them.
+`advsim._records`, the canary's schedule (`CanarySchedule`) in `advsim._schedule`. This
+module is private: its public names are those `advsim` exports.
 """
 
 from __future__ import annotations
@@ -26,28 +25,9 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from advsim._accounting import Accounting
-from advsim._records import DPSGDOptions, DPSGDParams
+from advsim._records import DPSGDParams
 from advsim._schedule import CanarySchedule
-from advsim._validation import as_traced_float, check_int, check_positive, check_probability
-
-__all__ = [
-    "AbstractCanaryExample",
-    "AbstractCoordinateLaws",
-    "AbstractDirectedCanary",
-    "AbstractMechanism",
-    "AbstractMultiCanary",
-    "AbstractPerExampleData",
-    "AbstractProjected",
-    "AbstractProjectionLaw",
-    "AbstractScalarLaw",
-    "AbstractSumEncoding",
-    "AbstractThresholdLandscape",
-    "CanarySchedule",
-    "DPSGDOptions",
-    "DPSGDParams",
-    "as_traced_float",
-    "poisson_batch_bound",
-]
+from advsim._validation import check_int, check_positive, check_probability
 
 
 class AbstractMechanism(eqx.Module):

@@ -22,8 +22,7 @@ import scipy.special
 import scipy.stats
 
 import advsim
-from advsim import AbstractMechanism, CanarySchedule
-from advsim._mechanism import DPSGDParams
+from advsim import AbstractMechanism, CanarySchedule, DPSGDParams
 from advsim.adversaries import LikelihoodRatioScore, ProjectionScore
 from advsim.mechanisms import LinearProcess
 
@@ -200,8 +199,9 @@ def test_llr_simulates_with_zero_data():
     ],
 )
 def test_capabilities_are_declared_on_abstract_bases(mechanism, capability):
-    # Adversaries check capabilities with isinstance (STYLE.md, "Extension points"): each
-    # built-in mechanism subclasses the base its adversaries ask for.
+    # Adversaries check capabilities with isinstance on the abstract bases of `advsim`
+    # (docs/tutorials/counterexample.md): each built-in mechanism subclasses the base its
+    # adversaries ask for.
     import advsim.mechanisms
 
     cls = getattr(advsim.mechanisms, mechanism)

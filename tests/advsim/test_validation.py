@@ -1,7 +1,8 @@
 """The keyword validators of `advsim.validation`: every bad value is named, with its range.
 
-Expected messages follow STYLE.md ("sampling_prob must be in (0, 1], got 1.5"); the valid
-ranges are the ones documented in each helper's docstring.
+Expected messages name the parameter, its range and the value given ("sampling_prob must
+be in (0, 1], got 1.5"); the valid ranges are the ones documented in each helper's
+docstring.
 """
 
 from __future__ import annotations
