@@ -679,7 +679,10 @@ def check_tradeoff_fit(
     r"""Tests "the ROC of the threshold tests on these scores is $f_\theta$ for one $\theta$".
 
     See the module docstring for the band, the limits and the level argument. The test
-    says "canary in" iff `score >= tau` (the audits' convention).
+    says "canary in" iff `score >= tau` (the audits' convention). It is the band alone
+    (steps 1-4), at the whole level: the binned test of `check_gaussian_tradeoff` and
+    `check_heuristic_family` needs the curves as probit-shift mixtures, and the atoms
+    rule needs them strictly convex, which a generic `curve` does not say.
 
     Args:
         sorted_in: canary-in scores, sorted ascending (the audit's held-out half).

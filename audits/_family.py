@@ -169,7 +169,8 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
             (`AbstractThresholdAudit`).
         sides: `"two"` only (see above).
         assumption_level: level of the held-out test of the family assumption (default
-            0.05: a true assumption is rejected with probability at most 5%).
+            0.05: a true assumption is rejected with probability at most 5%; half of it
+            exact (the band), half asymptotic (the binned test), `AssumptionCheck`).
 
     Example:
         >>> import numpy as np

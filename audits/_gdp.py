@@ -76,7 +76,8 @@ class GaussianDPAudit(AbstractAssumedAudit):
         confidence, threshold_selection, seed, min_count, sides: those of every threshold
             audit (`AbstractThresholdAudit`).
         assumption_level: level of the held-out test of the Gaussian assumption (default
-            0.05: a true assumption is rejected with probability at most 5%).
+            0.05: a true assumption is rejected with probability at most 5%; half of it
+            exact (the band), half asymptotic (the binned test), `AssumptionCheck`).
 
     Example:
         >>> import numpy as np

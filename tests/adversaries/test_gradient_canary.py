@@ -161,7 +161,12 @@ def test_simulated_dimension_picks_the_quiet_feature_and_beats_the_loud_one():
         assert SimulatedBiasedDimension("noiseless", rank).select(mech) in quiet, rank
     adv = SimulatedBiasedDimension()
     picked = audit(_simulate(mech, adv, 10_000, key=21), "gdp", delta=DELTA)
-    loud_res = audit(_simulate(mech, BiasedCoordinate(loud), 10_000, key=22), "gdp", delta=DELTA)
+    # The loud coordinate carries the data's gradients: its scores are not Gaussian, and
+    # the held-out check says so (the binned test, p ~ 1e-24 at this seed).
+    with pytest.warns(AssumptionRejectedWarning, match="binned likelihood-ratio test rejects"):
+        loud_res = audit(
+            _simulate(mech, BiasedCoordinate(loud), 10_000, key=22), "gdp", delta=DELTA
+        )
     exact_comp = gdp_epsilon(DELTA, 2.0)
     assert picked.eps_lower <= exact_comp
     assert picked.eps_lower >= 0.75 * exact_comp  # the quiet coordinate is almost data-free

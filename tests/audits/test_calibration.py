@@ -89,6 +89,9 @@ def test_eps_delta_audit_calibrated():
     assert rr_median > 0.7 * rr_truth  # the check is not vacuous: bounds come close
 
 
+# The assumption holds here, so its held-out check rejects with probability up to
+# assumption_level (0.05) per audit: over many audits some warn, which is not a failure.
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 @pytest.mark.slow  # 3-6 s: the fast suite stays under 5 minutes
 def test_family_audit_calibrated():
     # The family itself (T = 10, q = 0.5, sigma = 1): sigma_upper must cover sigma.
@@ -106,6 +109,9 @@ def test_family_audit_calibrated():
     assert median < 1.5 * sigma and math.isfinite(median)
 
 
+# The assumption holds here, so its held-out check rejects with probability up to
+# assumption_level (0.05) per audit: over many audits some warn, which is not a failure.
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 @pytest.mark.slow
 def test_same_selection_is_less_calibrated_than_split():
     # Not a requirement, a measurement: choosing and counting on the same runs ignores
