@@ -150,9 +150,9 @@ Cost: a sort of each world, ~3 sqrt(n) Beta quantiles per world, for the family 
 vectorised bisection over ~6 sqrt(n) boxes, and a golden-section pass over as many
 segments; measured 3.0 s (GDP) and 12 s (family, T = 1000, q = 0.01) at 5 x 10^6 scores
 per world, 0.16 s and 0.75 s at 5 x 10^4, on 2 CPU cores shared with other work. The
-binned test adds a pooled sort and two L-BFGS fits of 20 parameters: 0.3 s at 5 x 10^4
-and 0.6-0.7 s at 5 x 10^6 per world (GDP, and the family at T = 1000, q = 0.01 with 61
-atoms), at load 2 on 2 cores.
+binned test adds a pooled sort and two L-BFGS fits of 20 parameters (about 20 iterations
+each): 0.025 s at 5 x 10^4 and 0.3-0.4 s at 5 x 10^6 per world (mostly the sort; GDP, and
+the family at T = 1000, q = 0.01 with 61 atoms), after the first call.
 """
 
 from __future__ import annotations
