@@ -16,8 +16,9 @@ $G_\mu$ (one atom, $s = 1$, $\theta = \mu$; Dong, Roth & Su, arXiv:1905.02383,
 Definition 2.7) and the heuristic family (the Binomial($n_c$, q) atoms $p_k$ at
 $s_k = k / \sqrt T$, $\theta = 1/\sigma$; Theorem 1 of arXiv:2410.06186).
 
-The test. Cut points $c_1 < \dots < c_{K-1}$ at the pooled scores' quantiles of ranks
-$i N / K$ ($N$ the pooled count; ties merge cut points); bin $k$ is $[c_{k-1}, c_k)$.
+The test. Cut points $c_1 < \dots < c_{K-1}$ at the quantiles $i / K$ of the two worlds'
+equal-weight mixture (the pooled scores' quantiles when both worlds have as many scores;
+ties merge cut points); bin $k$ is $[c_{k-1}, c_k)$.
 With $u_k = F_{out}(c_k-)$ and $v_k = F_{in}(c_k-)$, the null ("every threshold test
 lies on $f_\theta$": $v_k = f_\theta(1 - u_k)$) says, whatever the score's distribution
 (atoms included),
@@ -28,7 +29,7 @@ a model with $K - 1$ free $z_k$ (increasing) and one $\theta$ for the $2(K - 1)$
 cell probabilities of the two multinomials. The statistic is the likelihood-ratio
 (G) statistic, twice the log-likelihood of the saturated model (each world's observed
 shares) minus that of the null fitted by maximum likelihood; under the null it is
-asymptotically $\chi^2_{K-2}$ (Wilks; the cells are chosen from the pooled quantiles,
+asymptotically $\chi^2_{K-2}$ (Wilks; the cells are chosen from empirical quantiles,
 which converge to fixed points, Moore and Spruill 1975, Ann. Statist. 3(3)). The
 parameter is fitted over $\theta \in [-\theta_{max}, \theta_{max}]$, a superset of the
 null's $[0, \infty)$ ($\theta < 0$ is the mirrored curve): the larger model can only
@@ -70,10 +71,22 @@ def _phi(x: np.ndarray) -> np.ndarray:
 
 
 def _bin_counts(sorted_in: np.ndarray, sorted_out: np.ndarray, bins: int) -> tuple:
-    """`(n_in, n_out, cuts)`: counts per bin [c_{k-1}, c_k) at pooled quantile cuts,
-    bins merged from both tails inwards until each holds `_MIN_PER_BIN` of each world."""
-    pooled = np.sort(np.concatenate([sorted_in, sorted_out]))
-    cuts = np.unique(pooled[(np.arange(1, bins) * pooled.size) // bins])
+    """`(n_in, n_out, cuts)`: counts per bin [c_{k-1}, c_k) at the quantiles of the two
+    worlds' equal-weight mixture, bins merged from both tails inwards until each holds
+    `_MIN_PER_BIN` of each world."""
+    # Quantiles of the equal-weight mixture of the two worlds: each in-score weighs n_out
+    # and each out-score n_in (integers, so the sums are exact). With worlds of one size
+    # these are the pooled scores of ranks floor(i N / K); with worlds of unequal sizes the
+    # smaller one still has scores in every bin.
+    pooled = np.concatenate([sorted_in, sorted_out])
+    weight = np.concatenate(
+        [np.full(sorted_in.size, sorted_out.size), np.full(sorted_out.size, sorted_in.size)]
+    ).astype(np.int64)
+    order = np.argsort(pooled, kind="stable")
+    pooled, cum = pooled[order], np.cumsum(weight[order])
+    targets = np.arange(1, bins, dtype=np.int64) * cum[-1]  # i * total, against cum * bins
+    at = np.minimum(np.searchsorted(cum * bins, targets, side="right"), pooled.size - 1)
+    cuts = np.unique(pooled[at])
     cuts = cuts[cuts > pooled[0]]  # a cut at the minimum leaves an empty first bin
     below_in = np.searchsorted(sorted_in, cuts, side="left")
     below_out = np.searchsorted(sorted_out, cuts, side="left")

@@ -100,6 +100,21 @@ def test_bins_are_merged_until_each_world_has_enough():
     assert far is None
 
 
+def test_worlds_of_unequal_sizes_keep_their_bins():
+    # The cuts are quantiles of the worlds' equal-weight mixture: with 1000 in-scores and
+    # 10^5 out-scores (N(1, 1) vs N(0, 1)), 19 of the 20 bins hold >= 20 of each world
+    # (pooled quantiles would give the in-world a few percent of its scores in the lower
+    # bins); with equal sizes the cuts are the pooled scores of ranks floor(i N / K).
+    rng = np.random.default_rng(7)
+    cin, cout = np.sort(rng.normal(1.0, 1.0, 1000)), np.sort(rng.normal(0.0, 1.0, 100_000))
+    n_in, n_out, _ = _bin_counts(cin, cout, 20)
+    assert n_in.size >= 19 and n_in.min() >= _MIN_PER_BIN
+    cin, cout = np.sort(rng.normal(1.0, 1.0, 5000)), np.sort(rng.normal(0.0, 1.0, 5000))
+    pooled = np.sort(np.r_[cin, cout])
+    _, _, cuts = _bin_counts(cin, cout, 20)
+    np.testing.assert_array_equal(cuts, pooled[(np.arange(1, 20) * pooled.size) // 20])
+
+
 def test_ties_give_cuts_at_distinct_values():
     rng = np.random.default_rng(5)
     cin = np.sort(rng.binomial(20, 0.6, 5000).astype(float))
