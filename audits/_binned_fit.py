@@ -75,16 +75,18 @@ def _bin_counts(sorted_in: np.ndarray, sorted_out: np.ndarray, bins: int) -> tup
     worlds' equal-weight mixture, bins merged from both tails inwards until each holds
     `_MIN_PER_BIN` of each world."""
     # Quantiles of the equal-weight mixture of the two worlds: each in-score weighs n_out
-    # and each out-score n_in (integers, so the sums are exact). With worlds of one size
-    # these are the pooled scores of ranks floor(i N / K); with worlds of unequal sizes the
-    # smaller one still has scores in every bin.
+    # and each out-score n_in, over their gcd (integers, so the sums are exact). With
+    # worlds of one size these are the pooled scores of ranks floor(i N / K); with worlds
+    # of unequal sizes the smaller one still has scores in every bin.
     pooled = np.concatenate([sorted_in, sorted_out])
-    weight = np.concatenate(
-        [np.full(sorted_in.size, sorted_out.size), np.full(sorted_out.size, sorted_in.size)]
-    ).astype(np.int64)
+    g = math.gcd(sorted_in.size, sorted_out.size)
+    w_in, w_out = sorted_out.size // g, sorted_in.size // g
+    exact = 2 * w_in * sorted_in.size * bins < 2**62  # else float64 sums (rounding only)
+    weight = np.concatenate([np.full(sorted_in.size, w_in), np.full(sorted_out.size, w_out)])
+    weight = weight.astype(np.int64 if exact else np.float64)
     order = np.argsort(pooled, kind="stable")
     pooled, cum = pooled[order], np.cumsum(weight[order])
-    targets = np.arange(1, bins, dtype=np.int64) * cum[-1]  # i * total, against cum * bins
+    targets = np.arange(1, bins, dtype=weight.dtype) * cum[-1]  # i * total, vs cum * bins
     at = np.minimum(np.searchsorted(cum * bins, targets, side="right"), pooled.size - 1)
     cuts = np.unique(pooled[at])
     cuts = cuts[cuts > pooled[0]]  # a cut at the minimum leaves an empty first bin
