@@ -91,7 +91,8 @@ The test (`check_tradeoff_fit`):
    and `check_heuristic_family`, whose curves are probit-shift mixtures). The band
    bounds every ROC point at once, so a curve that departs from every $f_\theta$ only
    by a local change of slope stays inside it; the binned test compares how each
-   world's scores fall into 20 bins of pooled quantiles with the best fit of the null
+   world's scores fall into 20 bins (quantiles of the two worlds with equal weight: the
+   pooled quantiles for worlds of one size) with the best fit of the null
    (maximum likelihood over the bins' probits and $\theta$) and rejects when the
    likelihood-ratio statistic G exceeds the $\chi^2$ quantile with bins - 2 degrees of
    freedom. The check spends half its level on the band (steps 1-5) and half here, and
@@ -114,8 +115,7 @@ lowest point is overstated, never understated, and the chord test has 1e-12 of s
 The band is conservative: the Bonferroni union over correlated order statistics, and a
 composite null whose parameter adapts to the data. Measured on N(1, 1) vs N(0, 1),
 5 x 10^4 per world, 400 repeats, the band alone: 0 rejections at level 0.05 and 0 at
-level 0.5; the
-`param_interval` covered the true mu in all of them (on the band's event it is a
+level 0.5; the `param_interval` covered the true mu in all of them (on the band's event it is a
 confidence interval for the parameter).
 
 Why not a DKW band (Massart 1990, "The tight constant in the Dvoretzky-Kiefer-Wolfowitz

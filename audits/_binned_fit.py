@@ -54,7 +54,7 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-# Bins of pooled scores (before merging): enough to see a local change of slope, few
+# Bins (before merging): enough to see a local change of slope, few
 # enough that each holds ~N / 20 scores (2,500 per world at 5 x 10^4 per world).
 _BINS = 20
 # Each bin keeps at least this many scores of each world (merging from the tails in).
@@ -117,20 +117,25 @@ def _bin_counts(sorted_in: np.ndarray, sorted_out: np.ndarray, bins: int) -> tup
     return np.diff(c_in), np.diff(c_out), cuts
 
 
-def _negative_log_likelihood(w, n_in, n_out, shifts, weights):
-    """Minus the null's log-likelihood and its gradient in `w = (z_1, log dz_2, ...,
-    log dz_{K-1}, theta)`."""
+def _cells(w, shifts, weights) -> tuple:
+    """The null's model at `w = (z_1, log dz_2, ..., log dz_{K-1}, theta)`: the cut
+    points' probits z, `arg = z - s_j theta`, and each bin's probability in the out-world
+    (`du`) and the in-world (`dv`)."""
     z = np.cumsum(np.concatenate([w[:1], np.exp(w[1:-1])]))
-    theta = w[-1]
+    arg = z[:, None] - shifts[None, :] * w[-1]
+    du = np.diff(np.concatenate([[0.0], scipy.special.ndtr(z), [1.0]]))
+    dv = np.diff(np.concatenate([[0.0], scipy.special.ndtr(arg) @ weights, [1.0]]))
+    return z, arg, du, dv
+
+
+def _negative_log_likelihood(w, n_in, n_out, shifts, weights):
+    """Minus the null's log-likelihood and its gradient in `w` (`_cells`)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return _nll_at(z, theta, w, n_in, n_out, shifts, weights)
+        return _nll_at(w, n_in, n_out, shifts, weights)
 
 
-def _nll_at(z, theta, w, n_in, n_out, shifts, weights):
-    arg = z[:, None] - shifts[None, :] * theta
-    u = np.concatenate([[0.0], scipy.special.ndtr(z), [1.0]])
-    v = np.concatenate([[0.0], scipy.special.ndtr(arg) @ weights, [1.0]])
-    du, dv = np.diff(u), np.diff(v)
+def _nll_at(w, n_in, n_out, shifts, weights):
+    z, arg, du, dv = _cells(w, shifts, weights)
     if np.any(du[n_out > 0] <= 0) or np.any(dv[n_in > 0] <= 0):
         return 1e300, np.zeros_like(w)  # outside the model: the line search backs off
     ll = np.sum(n_out[n_out > 0] * np.log(du[n_out > 0]))
@@ -238,11 +243,8 @@ def binned_mixture_test(
 def _worst_bin(n_in, n_out, cuts, shifts, weights, w) -> dict:
     """The bin with the largest share of G (per-bin deviance) at the fitted null, with
     its observed and expected counts in each world."""
-    z = np.cumsum(np.concatenate([w[:1], np.exp(w[1:-1])]))
-    u = np.diff(np.concatenate([[0.0], scipy.special.ndtr(z), [1.0]]))
-    arg = z[:, None] - shifts[None, :] * w[-1]
-    v = np.diff(np.concatenate([[0.0], scipy.special.ndtr(arg) @ weights, [1.0]]))
-    e_in, e_out = n_in.sum() * v, n_out.sum() * u
+    _, _, du, dv = _cells(w, shifts, weights)
+    e_in, e_out = n_in.sum() * dv, n_out.sum() * du
 
     def deviance(n, e):
         with np.errstate(divide="ignore", invalid="ignore"):
