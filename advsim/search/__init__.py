@@ -18,7 +18,8 @@ from advsim.search._config import (
     load_config,
 )
 from advsim.search._family import Family, build_family, paper_start
-from advsim.search._report import Confirmation, confirm, plot_fields
+from advsim.search._confirm import Confirmation, confirm
+from advsim.search._report import plot_fields
 from advsim.search._run import SearchResult, search
 
 __all__ = [
