@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from advsim._accounting import Accounting
     from advsim._adversary import AbstractAdversary
+    from advsim._counting import ThresholdCounts, simulate_counts
     from advsim._dpsgd import bernoulli_from_bits, clip_gradients, dpsgd_update, run_mechanism
     from advsim._exports import export_modules
     from advsim._mechanism import (
@@ -68,6 +69,7 @@ __all__ = [
     "DPSGDParams",
     "NonFiniteScoresError",
     "Scores",
+    "ThresholdCounts",
     "bernoulli_from_bits",
     "block_size",
     "clip_gradients",
@@ -77,6 +79,7 @@ __all__ = [
     "poisson_batch_bound",
     "run_mechanism",
     "simulate",
+    "simulate_counts",
 ]
 
 

@@ -98,6 +98,7 @@ from ._one_run_fdp import (
     one_run_gdp_mu,
 )
 from ._result import AuditResult
+from ._streaming import DEFAULT_NUM_TESTS, TestPlan, counts_audit, fixed_tests, plan_tests
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
 __all__ = [
@@ -112,6 +113,7 @@ __all__ = [
     "AuditResult",
     "BayesianEstimate",
     "COIN_TEST_LEVEL",
+    "DEFAULT_NUM_TESTS",
     "EpsDeltaAudit",
     "GaussianDPAudit",
     "Guarantee",
@@ -124,10 +126,14 @@ __all__ = [
     "PAPER_EPS_GRID",
     "STATEMENTS",
     "THRESHOLD_SELECTIONS",
+    "TestPlan",
     "TradeoffAudit",
     "VIOLATION_BOUNDS",
     "ViolationCertificate",
     "audit",
+    "counts_audit",
+    "fixed_tests",
+    "plan_tests",
     "auroc",
     "balanced_accuracy",
     "bayesian_audit",

@@ -3,6 +3,7 @@
 - The engine (`advsim/_*.py`, `advsim/bounds/`, `advsim/exact/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
 - The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/one_run.py`,
+  `advsim/streaming.py`,
   `advsim/testing/`, `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
   on is read off its first lines.
@@ -26,7 +27,8 @@ import pytest
 ADVSIM = Path(__file__).resolve().parents[2] / "advsim"
 PLUGINS = ("advsim.mechanisms", "advsim.adversaries", "advsim.audits")
 DRIVER_MODULES = (
-    "advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.one_run", "advsim.testing",
+    "advsim.cli", "advsim.sweep", "advsim.experiment", "advsim.one_run", "advsim.streaming",
+    "advsim.testing",
     "advsim.figures",
 )
 
@@ -60,6 +62,7 @@ def _driver_files() -> list[Path]:
         *sorted((ADVSIM / "cli").rglob("*.py")),
         ADVSIM / "experiment.py",
         ADVSIM / "one_run.py",
+        ADVSIM / "streaming.py",
         *sorted((ADVSIM / "sweep").rglob("*.py")),
         *sorted((ADVSIM / "testing").rglob("*.py")),
         *sorted((ADVSIM / "figures").rglob("*.py")),
