@@ -20,6 +20,7 @@ import math
 from typing import ClassVar, Literal
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
@@ -149,17 +150,41 @@ class AbstractMechanism(eqx.Module):
         return jnp.zeros_like(model)
 
     def step_size(self, t: Int[Array, ""]):
-        """The learning rate of step `t` (default: `learning_rate` at every step).
+        r"""The learning rate of step `t` (default: `learning_rate` at every step).
 
-        Override for a schedule fixed before training, e.g. the threshold landscape's
-        first step of size 1 followed by averaged steps of size 1/B. The engine multiplies
-        the whole update (gradients and noise) by it, so it never changes the privacy
-        accounting.
+        Override for a schedule fixed before training (public, the same in both worlds),
+        e.g. the threshold landscape's first step of size 1 followed by averaged steps of
+        size 1/B. The engine multiplies the whole update (gradients and noise) by it.
+
+        What it changes: the composition bounds, where every iterate is released, not at
+        all (each update is scaled by a public nonzero constant, so the iterates of one
+        schedule are an invertible post-processing of those of another); the last
+        iterate's privacy, yes: for a linear loss the last model is
+        $m_0 + \sum_t \eta_t (b_t C + \sigma C \xi_t)$, so the last-iterate heuristic
+        (Theorem 1 of arXiv:2410.06186) weights step t by $\eta_t$. `accounting()`
+        records the schedule (`Accounting.step_sizes`) for that reason.
         """
         return self.learning_rate
 
+    def _step_sizes(self) -> tuple[float, ...] | None:
+        """eta_t for t = 1..T on the host (float64), or None when the class keeps the
+        default `step_size` (one learning rate) or every step has the same size."""
+        if type(self).step_size is AbstractMechanism.step_size:
+            return None
+        with jax.enable_x64(True):
+            ts = jnp.arange(1, self.steps + 1, dtype=jnp.int32)
+            etas = jax.vmap(lambda t: jnp.asarray(self.step_size(t), jnp.float64))(ts)
+            etas = np.asarray(etas, np.float64).reshape(-1)
+        if etas.size != self.steps:
+            raise ValueError(
+                f"{type(self).__name__}.step_size(t) must be a scalar, got {etas.size} "
+                f"values over steps={self.steps}"
+            )
+        return None if np.all(etas == etas[0]) else tuple(etas.tolist())
+
     def accounting(self) -> Accounting:
-        """What the bounds need: steps, the canary's sampling rate, sigma, its steps."""
+        """What the bounds need: steps, the canary's sampling rate, sigma, its steps and,
+        when `step_size` varies over the steps, the schedule (`Accounting.step_sizes`)."""
         canary_steps = self.canary_schedule.steps(self.steps)
         if not canary_steps:
             raise ValueError(
@@ -172,6 +197,7 @@ class AbstractMechanism(eqx.Module):
             sampling_prob=float(self.sampling_prob) if sampled else 1.0,
             noise_multiplier=float(self.noise_multiplier),
             canary_steps=canary_steps,
+            step_sizes=self._step_sizes(),
         )
 
 
