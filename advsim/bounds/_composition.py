@@ -6,6 +6,12 @@ steps that can carry the canary. Its tight $(\varepsilon, \delta)$ comes from
 `dp_accounting.pld.PLDAccountant` (privacy loss distributions, add-or-remove-one
 adjacency), never from a hand-written composition here.
 
+A learning-rate schedule (`Accounting.step_sizes`) does not change it: the update of step
+t is multiplied by the public nonzero constant $\eta_t$, so the iterates at one schedule
+are an invertible post-processing of the iterates at another (divide each update by its
+$\eta_t$), and the privacy of releasing all of them is the same. An `Accounting` with a
+schedule is therefore accepted and its step sizes ignored.
+
 Accuracy of the default `value_discretization_interval = 1e-4`: the accountant rounds
 pessimistically, so the reported epsilon is an upper bound on the exact composition
 epsilon (the tail mass it truncates is accounted for too). The rounding adds at most
@@ -68,7 +74,10 @@ class DeltaOutOfReachError(ValueError, RuntimeError):
 
 
 def _check(steps, sampling_prob, noise_multiplier, canary_steps, value_discretization_interval):
-    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    # A learning-rate schedule does not change composition (module docstring).
+    steps, q, sigma, n = run_parameters(
+        steps, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     return steps, q, sigma, n, vdi
 
@@ -519,10 +528,18 @@ def calibrate_noise_multiplier(
 def bounds_for(accounting: Accounting, delta) -> dict[str, float]:
     r"""The three reference epsilons of a run: heuristic, composition, full batch.
 
-    - "heuristic": Theorem 1 of arXiv:2410.06186, `heuristic_epsilon` with
-      `steps=accounting.steps` and `canary_steps=accounting.num_canary_steps`;
+    - "heuristic": Theorem 1 of arXiv:2410.06186, `heuristic_epsilon(delta, accounting)`:
+      $T$ steps of noise, the canary in `accounting.num_canary_steps` of them and, when
+      the accounting has a learning-rate schedule (`step_sizes`), at that schedule
+      ($\mathcal{N}(X, s^2)$ against $\mathcal{N}(0, s^2)$ with
+      $X = \sum_{t \in \text{canary steps}} \eta_t b_t$ and
+      $s = \sigma\sqrt{\sum_t \eta_t^2}$; see `heuristic_epsilon`);
     - "composition": `composition_epsilon` over the canary steps (every iterate released);
     - "full_batch": `full_batch_epsilon`, full-batch DP-GD with noise sigma / q.
+
+    The last two do not depend on a schedule: they bound the release of every iterate,
+    and scaling each update by a public nonzero constant $\eta_t$ is an invertible
+    post-processing of the iterates.
 
     Args:
         accounting: an `advsim.Accounting` record of the run.
@@ -531,11 +548,18 @@ def bounds_for(accounting: Accounting, delta) -> dict[str, float]:
     Returns:
         A dict with keys "heuristic", "composition" and "full_batch".
 
+    Raises:
+        ValueError: a bad delta; a schedule whose heuristic has no closed form here
+            (`heuristic_epsilon`).
+
     Example:
         >>> from advsim import Accounting
         >>> b = bounds_for(Accounting(3, 0.1, 1.0, (1, 2, 3)), 1e-6)
         >>> round(b["heuristic"], 3)
         2.222
+        >>> landscape = Accounting(25, 1.0, 4.0, (1,), step_sizes=(1.0,) + (0.25,) * 24)
+        >>> round(bounds_for(landscape, 1e-5)["heuristic"], 3)  # mu = 1 / (4 sqrt(2.5))
+        0.561
     """
     if not isinstance(accounting, Accounting):
         raise TypeError(f"accounting must be an advsim.Accounting, got {type(accounting)!r}")

@@ -178,7 +178,9 @@ def full_batch_epsilon(
     the canary is $\mu$-GDP with $\mu = q\sqrt{n}/\sigma$ (Appendix B of
     arXiv:2410.06186; composition of Gaussian mechanisms, Corollary 3.3 of
     arXiv:1905.02383), converted exactly with `gdp_epsilon`. With $n = T$ this is both the
-    composition and the last-iterate bound of full-batch DP-GD.
+    composition and the last-iterate bound of full-batch DP-GD. A learning-rate schedule
+    (`Accounting.step_sizes`) does not change it: it bounds the release of every iterate,
+    and scaling each update by a public nonzero constant is invertible post-processing.
 
     Args:
         delta: $\delta \in (0, 1)$.
@@ -198,5 +200,8 @@ def full_batch_epsilon(
         4.3772
     """
     delta = check_delta("delta", delta)
-    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    # A learning-rate schedule does not change it (the docstring).
+    _, q, sigma, n = run_parameters(
+        steps, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
     return gdp_epsilon(delta, q * math.sqrt(n) / sigma)

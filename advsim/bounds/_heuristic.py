@@ -10,6 +10,10 @@ where $n = T$ when the canary can be sampled at every step (Equation 1 there); w
 can be sampled at only $n$ of the $T$ steps the sum still carries the noise of all $T$.
 This is the Gaussian location mixture of `advsim.bounds._mixture` with support
 $k = 0..n$, Binomial probabilities, and scale $\sqrt{T}\sigma$.
+
+An `advsim.Accounting` with a learning-rate schedule (`step_sizes`) is evaluated at that
+schedule by `advsim.bounds._step_sizes` (step t weighted by $\eta_t$); without one, the
+code below runs as it always has.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import math
 import numpy as np
 from tqdm.auto import tqdm
 
+from advsim._accounting import Accounting
 from advsim._validation import (
     check_delta,
     check_int,
@@ -176,7 +181,9 @@ def heuristic_delta(
 
     Args:
         eps: $\varepsilon \ge 0$, finite.
-        steps: $T \ge 1$, the number of noisy steps, or an `advsim.Accounting` (then nothing else).
+        steps: $T \ge 1$, the number of noisy steps, or an `advsim.Accounting` (then
+            nothing else; at its learning-rate schedule when it has one, as in
+            `heuristic_epsilon`).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
@@ -193,7 +200,14 @@ def heuristic_delta(
         0.126937
     """
     eps = check_nonnegative("eps", eps)
-    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    run = steps
+    steps, q, sigma, n = run_parameters(
+        run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
+    if isinstance(run, Accounting) and run.step_sizes is not None:
+        from advsim.bounds._step_sizes import schedule_delta  # (built on this module)
+
+        return schedule_delta(eps, run)
     # Far out, delta is below the smallest double: the privacy loss is at most z u with
     # z = n / (sqrt(T) sigma) the largest atom in noise units, so delta_+(eps) <=
     # P(Y / s >= eps / z) <= Phi(z - eps / z), below Phi(-40) < 1e-349 once
@@ -221,9 +235,25 @@ def heuristic_epsilon(
     `mixture_epsilon`). Agrees with a 32-digit mpmath evaluation of Appendix A to ~1e-14
     relative in the tests (asserted at 1e-9), for T up to 1e6 and eps up to ~150.
 
+    **At a learning-rate schedule.** For an `advsim.Accounting` with `step_sizes`
+    $\eta_1, \dots, \eta_T$ (what `mechanism.accounting()` records when `step_size(t)`
+    varies), the last model of the linear loss is $m_0 + \sum_t \eta_t (b_t C +
+    \sigma C \xi_t)$, so the pair is $P = \mathcal{N}(X, s^2)$ against
+    $Q = \mathcal{N}(0, s^2)$ with $X = \sum_{t \in \text{canary steps}} \eta_t b_t$
+    ($b_t \sim \mathrm{Bernoulli}(q)$) and $s = \sigma\sqrt{\sum_{t=1}^T \eta_t^2}$ (units
+    of C). With the canary steps grouped by step size, $X = \sum_g \eta_g
+    \mathrm{Binomial}(n_g, q)$, whose atoms are convolved in log space and evaluated by the
+    same solver (`advsim.bounds._step_sizes`); when X would have more than $2^{20}$ atoms
+    that closed form is refused with a ValueError naming the alternative (the exact engine
+    on a linear construction at that schedule). With one step size the code above runs
+    unchanged. The numeric form (`steps`, `sampling_prob`, ...) is always one learning
+    rate: a schedule needs to know which steps carry the canary, so it comes in an
+    `Accounting`.
+
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else).
+        steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else; its schedule, if
+            any, is used).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$ (default $T$).
@@ -232,7 +262,8 @@ def heuristic_epsilon(
         eps >= 0.
 
     Raises:
-        ValueError: on invalid inputs (the message names the parameter and the range).
+        ValueError: on invalid inputs (the message names the parameter and the range); a
+            schedule whose X has too many atoms (the message names the schedule).
 
     Example:
         >>> round(heuristic_epsilon(1e-6, 3, 0.1, 1.0), 3)  # Section 4.2, alpha = 0
@@ -240,9 +271,23 @@ def heuristic_epsilon(
         >>> from advsim import Accounting
         >>> round(heuristic_epsilon(1e-6, Accounting(3, 0.1, 1.0, (1, 2, 3))), 3)
         2.222
+        >>> # The threshold landscape's schedule (1, then 1/B; canary at step 1, unsampled):
+        >>> # X = 1, s = sigma sqrt(1 + (T - 1) / B^2), mu-GDP with mu = 1 / s.
+        >>> acc = Accounting(25, 1.0, 4.0, (1,), step_sizes=(1.0,) + (0.25,) * 24)
+        >>> round(heuristic_epsilon(1e-5, acc), 4)
+        0.5613
+        >>> round(heuristic_epsilon(1e-5, 25, 1.0, 4.0, canary_steps=1), 4)  # one rate
+        0.16
     """
     delta = check_delta("delta", delta)
-    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    run = steps
+    steps, q, sigma, n = run_parameters(
+        run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
+    if isinstance(run, Accounting) and run.step_sizes is not None:
+        from advsim.bounds._step_sizes import schedule_epsilon  # (built on this module)
+
+        return schedule_epsilon(delta, run)
     return float(_single(steps, n, q, sigma).epsilon(delta)[0])
 
 

@@ -4,18 +4,48 @@ A bound is called either with numbers, `f(x, steps, sampling_prob, noise_multipl
 canary_steps=n)`, or with the record of a run, `f(x, mechanism.accounting())`: an
 `advsim.Accounting` in place of `steps`, and nothing else. Either way `run_parameters`
 returns the checked `(T, q, sigma, n)`.
+
+A record can carry a learning-rate schedule (`Accounting.step_sizes`), which the four
+numbers do not describe. Each bound says what it does with one: the composition bounds
+ignore it, because they do not depend on it (`schedule="ignore"`); the last-iterate
+heuristic computes its value at the schedule (`advsim.bounds._step_sizes`) and never
+reaches `run_parameters` with one; any other bound refuses it (the default), so that no
+constant-rate value is ever reported for a run with a schedule.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from advsim._accounting import Accounting
 from advsim._validation import check_int, check_positive, check_probability
 
-__all__ = ["run_parameters"]
+__all__ = ["refuse_schedule", "run_parameters"]
+
+
+def refuse_schedule(accounting: Accounting, bound: str, why: str) -> None:
+    """Raises a ValueError naming the schedule when `accounting` has one.
+
+    Args:
+        accounting: the run's record.
+        bound: the bound's name, for the message.
+        why: why the bound cannot take a schedule, and what to use instead.
+    """
+    if accounting.step_sizes is not None:
+        raise ValueError(
+            f"{bound} is not defined at a learning-rate schedule, but the accounting has "
+            f"one ({accounting.describe_step_sizes()}): {why}"
+        )
 
 
 def run_parameters(
-    steps, sampling_prob=None, noise_multiplier=None, canary_steps=None
+    steps,
+    sampling_prob=None,
+    noise_multiplier=None,
+    canary_steps=None,
+    *,
+    schedule: Literal["refuse", "ignore"] = "refuse",
+    bound: str = "this bound",
 ) -> tuple[int, float, float, int]:
     r"""`(T, q, sigma, n)` from a bound's arguments: numbers, or one `advsim.Accounting`.
 
@@ -26,9 +56,13 @@ def run_parameters(
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the number of steps that can carry the canary
             (default T).
+        schedule: what to do with an `Accounting` that has a learning-rate schedule
+            (`step_sizes`): "refuse" (a ValueError naming it; the default) or "ignore"
+            (for a bound that does not depend on the step sizes).
+        bound: the bound's name, for the refusal's message.
 
     Raises:
-        ValueError: naming the parameter and its range.
+        ValueError: naming the parameter and its range; a schedule the bound refuses.
         TypeError: for an `Accounting` together with numbers, or missing numbers.
     """
     if isinstance(steps, Accounting):
@@ -40,6 +74,11 @@ def run_parameters(
                 f"pass either an Accounting or steps, sampling_prob and noise_multiplier, "
                 f"not both (got an Accounting and {', '.join(extra)})"
             )
+        if schedule != "ignore":
+            refuse_schedule(
+                steps, bound, "it assumes one learning rate at every step (see "
+                "advsim.bounds.heuristic_epsilon for the last-iterate heuristic at a schedule)"
+            )  # fmt: skip
         return steps.steps, steps.sampling_prob, steps.noise_multiplier, steps.num_canary_steps
     numbers = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
     missing = [name for name, value in numbers.items() if value is None]

@@ -56,6 +56,16 @@ $$\mu_T = \min\Bigl\{\tfrac{s}{b}\sqrt T,\ \tfrac1b\sqrt{3Ds + s^2\lceil D/s\rce
 
 The number of examples cancels: only how far one step can move the model ($s$), the
 noise ($b$) and the diameter ($D$) matter, once $\lambda n M \le 2$ holds.
+
+**One learning rate.** Unlike the composition bounds, this one depends on the step size:
+the one-step ratio $s/b = s_1/(\sigma C)$ does not, but the walk $k = \lceil D/s \rceil$
+of equal shifts of size $s = \lambda s_1$ against the fixed diameter $D$ does, and so does
+the non-expansiveness condition $\lambda n M \le 2$ at every step. The closed form is
+derived for one $\lambda$ at every step and does not apply as stated to a learning-rate
+schedule. So the bound takes its own `learning_rate` (a number) and never an
+`advsim.Accounting`, whose `step_sizes` it could not honour; the mechanisms that call it
+(`advsim.mechanisms.ProjectedLinearCanary`, `advsim.testing`'s projected field
+constructions) keep the default `step_size`, one rate at every step.
 """
 
 from __future__ import annotations

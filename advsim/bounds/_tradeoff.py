@@ -31,8 +31,13 @@ Curves are cached per (q, sigma, number of steps, discretization).
 (the heuristic of arXiv:2410.06186, Theorem 1; Choquette-Choo et al.): $Q = \mathcal{N}(0,
 T\sigma^2)$ against $P = \sum_k \mathrm{Binom}(T, q)(k)\, \mathcal{N}(k, T\sigma^2)$,
 whose likelihood ratio is increasing, so the Neyman-Pearson test is a threshold
-(`mixture_tradeoff`). `gdp_tradeoff` is $G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)$
-(Definition 2.7 of arXiv:1905.02383).
+(`mixture_tradeoff`); at a learning-rate schedule (an `Accounting` with `step_sizes`) it
+is the same test for $\mathcal{N}(X, s^2)$ against $\mathcal{N}(0, s^2)$ with
+$X = \sum_t \eta_t b_t$ over the canary steps and $s = \sigma\sqrt{\sum_t \eta_t^2}$
+(`advsim.bounds._step_sizes`). The composition curves take an `Accounting` with a schedule
+and ignore it (scaling each update by a public nonzero constant is an invertible
+post-processing of the iterates). `gdp_tradeoff` is
+$G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)$ (Definition 2.7 of arXiv:1905.02383).
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ import math
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from advsim._accounting import Accounting
 from advsim._validation import check_delta, check_positive
 from advsim.bounds._heuristic import binomial_mixture
 from advsim.bounds._mixture import mixture_tradeoff
 from advsim.bounds._pld_fast import gaussian_pld
 from advsim.bounds._run import run_parameters
+from advsim.bounds._step_sizes import schedule_atoms
 
 __all__ = [
     "TRADEOFF_VDI",
@@ -196,7 +203,9 @@ def composition_pld(
     Returns:
         A `dp_accounting.pld.PrivacyLossDistribution`.
     """
-    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    _, q, sigma, n = run_parameters(
+        steps, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     return _pld(q, sigma, n, vdi)
 
@@ -272,7 +281,9 @@ def composition_tradeoff_curve(
         >>> round(float(f(0.1)), 3), round(float(gdp_tradeoff(0.1, 1.0)), 3)
         (0.611, 0.611)
     """
-    _, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    _, q, sigma, n = run_parameters(
+        steps, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     return _curve(q, sigma, n, vdi)
 
@@ -328,7 +339,10 @@ def linear_loss_tradeoff(
     steps): Theorem 1 of arXiv:2410.06186 (the "linear loss amplification" of Annamalai's
     Figure 1). The likelihood ratio is increasing, so $\alpha(\tau) =
     \bar\Phi(\tau / (\sigma\sqrt T))$, $\beta(\tau) = \sum_k \mathrm{Binom}(k)
-    \Phi((\tau - k)/(\sigma\sqrt T))$ (`mixture_tradeoff`).
+    \Phi((\tau - k)/(\sigma\sqrt T))$ (`mixture_tradeoff`). With an `Accounting` that has a
+    learning-rate schedule, the same at that schedule: $X = \sum_t \eta_t b_t$ over the
+    canary steps in place of the Binomial, $s = \sigma\sqrt{\sum_t \eta_t^2}$ in place of
+    $\sigma\sqrt T$ (`advsim.bounds._step_sizes`, which refuses an X of too many atoms).
 
     Example:
         >>> b = linear_loss_tradeoff([0.01, 0.1], 100, 0.1, 1.0)
@@ -336,6 +350,12 @@ def linear_loss_tradeoff(
         True
     """
     alpha = _check_alpha(alpha)
-    steps, q, sigma, n = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps)
+    run = steps
+    steps, q, sigma, n = run_parameters(
+        run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+    )
+    if isinstance(run, Accounting) and run.step_sizes is not None:
+        atoms = schedule_atoms(run)
+        return mixture_tradeoff(alpha, atoms.x, np.exp(atoms.logp), sigma * atoms.scale)
     support, probs = binomial_mixture(n, q)
     return mixture_tradeoff(alpha, support, probs, sigma * math.sqrt(steps))

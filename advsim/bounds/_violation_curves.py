@@ -33,6 +33,15 @@ curve here uses a finite grid (`EPS_GRID`) and rounds every delta up:
   renormalising changes $H_{e^\varepsilon}(P\|Q)$ by at most $m$ and
   $H_{e^\varepsilon}(Q\|P)$ by at most $e^\varepsilon m$ (write $P = (1 - m)P' + mD$),
   $(1 + e^\varepsilon) m$ is added;
+- at a learning-rate schedule (an `advsim.Accounting` with `step_sizes`), the law of
+  $X = \sum_g \eta_g \mathrm{Binomial}(n_g, q)$ (`advsim.bounds._step_sizes`) is built
+  from each group's Binomial atoms cut the same way (each group's exact dropped tail mass,
+  rounded up as above) and, after each group's convolution, from the product's atoms
+  more than $60$ below its largest log-probability dropped (their mass summed in float64,
+  times $1 + 10^{-6}$, plus $10^{-300}$ per atom). Each cut writes the law before it as
+  $(1 - m_i) P_{i} + m_i R_i$ with $P_i$ the renormalised law after it, so the law of $X$
+  is $(1 - m) P' + m R$ with $m \le \sum_i m_i$, and $(1 + e^\varepsilon)\sum_i m_i$ is
+  added, as for one Binomial;
 - $\delta$ at a grid $\varepsilon$ is evaluated at the threshold $\tilde u$ solving
   $L(\tilde u) \approx \varepsilon$ (the batched solver of `advsim.bounds._mixture`);
   $|d\delta_+/d\varepsilon| \le e^{\varepsilon} Q(Y \ge u)$ and
@@ -63,14 +72,18 @@ $10^{-12}$.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import scipy.stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from advsim._accounting import Accounting
 from advsim._validation import check_int, check_positive, check_probability
 from advsim.bounds._heuristic import _binomial_log_atoms, _heuristic_batch
 from advsim.bounds._mixture import _U_MIN
+from advsim.bounds._run import run_parameters
+from advsim.bounds._step_sizes import schedule_batch
 from advsim.bounds._tradeoff import TradeoffCurve, composition_tradeoff_curve
 
 __all__ = [
@@ -181,6 +194,15 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
     """
     atoms = [_binomial_log_atoms(int(n), q, _ATOM_LOG_TOL) for n in counts]
     batch = _heuristic_batch(steps, atoms, sigma)
+    return _batch_deltas_upper(
+        batch, lambda i: _dropped_mass(int(counts[i]), q, atoms[i][0]), eps
+    )
+
+
+def _batch_deltas_upper(batch, dropped_mass, eps: np.ndarray) -> np.ndarray:
+    """Upper bounds on max(H(P_i||Q), H(Q||P_i)) for the mixtures of `batch` (rows i),
+    columns eps; `dropped_mass(i)` is an upper bound on the mass cut from row i's law
+    (added as (1 + e^eps) m). See the module docstring for each round-up."""
     n_rows, n_eps = batch.size, eps.size
     out = np.zeros((n_rows, n_eps))
     live = np.flatnonzero(~batch.trivial)
@@ -200,7 +222,7 @@ def _profile_deltas_upper(steps, counts, q: float, sigma: float, eps: np.ndarray
     delta = np.where(np.isfinite(delta), delta, 1.0)
     # Dropped Binomial atoms: (1 + e^eps) m, with m the exact tail mass outside the kept
     # window (scipy's incomplete beta), rounded up.
-    dropped = np.array([_dropped_mass(int(counts[i]), q, atoms[i][0]) for i in live.tolist()])
+    dropped = np.array([dropped_mass(i) for i in live.tolist()])
     with np.errstate(over="ignore"):
         delta = delta + (1.0 + np.exp(eps))[None, :] * dropped[:, None]
     delta = delta * (1.0 + _REL) + _ABS_DELTA
@@ -227,21 +249,45 @@ def _heuristic_cached(steps: int, q: float, sigma: float, n: int) -> LowerCurve:
     return _profile_curve(deltas, f"heuristic(T={steps}, q={q:g}, n={n}, sigma={sigma:.6g})")
 
 
-def heuristic_curve_lower(steps, sampling_prob, noise_multiplier, *, canary_steps=None):
+@functools.lru_cache(maxsize=128)
+def _schedule_cached(accounting: Accounting) -> LowerCurve:
+    batch, atoms = schedule_batch(accounting, _ATOM_LOG_TOL)
+    q = accounting.sampling_prob
+    tails = math.fsum(_dropped_mass(n, q, np.array([lo, hi])) for n, lo, hi in atoms.windows)
+    pruned = atoms.pruned * (1.0 + _REL) + atoms.pruned_count * _DROPPED_PER_ATOM
+    deltas = _batch_deltas_upper(batch, lambda i: tails + pruned, EPS_GRID)[0]
+    acc = accounting
+    return _profile_curve(
+        deltas,
+        f"heuristic(T={acc.steps}, q={q:g}, n={acc.num_canary_steps}, "
+        f"sigma={acc.noise_multiplier:.6g}, {len(atoms.windows)} step sizes over the canary "
+        "steps)",
+    )
+
+
+def heuristic_curve_lower(steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None):
     r"""A lower bound on the trade-off curve of the last-iterate heuristic (cached).
 
     The heuristic (Theorem 1 of arXiv:2410.06186) says the release is
     $(\varepsilon, \delta_{T,q,\sigma}(\varepsilon))$-DP for every $\varepsilon$, with
     $\delta$ the maximum of both directions for $P = \mathrm{Binomial}(n, q) +
     \mathcal{N}(0, T\sigma^2)$, $Q = \mathcal{N}(0, T\sigma^2)$; its curve is that profile's
-    (Proposition 2.12 of arXiv:1905.02383). See the module docstring for why the returned
-    curve is never above it.
+    (Proposition 2.12 of arXiv:1905.02383). For an `advsim.Accounting` with a
+    learning-rate schedule, the pair at that schedule, $P = \mathcal{N}(X, s^2)$,
+    $Q = \mathcal{N}(0, s^2)$ with $X = \sum_t \eta_t b_t$ over the canary steps and
+    $s = \sigma\sqrt{\sum_t \eta_t^2}$ (`heuristic_epsilon`). See the module docstring for
+    why the returned curve is never above it.
 
     Args:
-        steps: $T \ge 1$.
+        steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else; its schedule, if
+            any, is used).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         canary_steps: $n \in [1, T]$, the steps that can carry the canary (default $T$).
+
+    Raises:
+        ValueError: invalid inputs; at a schedule, an X with too many atoms
+            (`advsim.bounds._step_sizes`).
 
     Returns:
         A `LowerCurve`.
@@ -251,6 +297,14 @@ def heuristic_curve_lower(steps, sampling_prob, noise_multiplier, *, canary_step
         >>> bool(f(0.1) <= gdp_curve_lower(1.0)(0.1) + 1e-9), round(float(f(0.1)), 3)
         (True, 0.611)
     """
+    if isinstance(steps, Accounting):
+        run = steps
+        steps, q, sigma, n = run_parameters(
+            run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
+        )
+        if run.step_sizes is not None:
+            return _schedule_cached(run)
+        return _heuristic_cached(steps, q, sigma, n)
     steps, q, sigma, n = _check_common(steps, sampling_prob, noise_multiplier, canary_steps)
     return _heuristic_cached(steps, q, sigma, n)
 
