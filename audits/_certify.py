@@ -10,9 +10,14 @@ that is still certifiably violated, as an *index*, never as the release's epsilo
 **The families** (each indexed so that its curves are nested):
 
 - `"heuristic"`: the last-iterate heuristic (Theorem 1 of arXiv:2410.06186) at noise
-  multiplier $\sigma'$, with the run's $T$, $q$ and canary steps;
+  multiplier $\sigma'$, with the run's $T$, $q$ and canary steps, and at the run's
+  learning-rate schedule when the accounting has one (`Accounting.step_sizes`:
+  $\mathcal{N}(X, s'^2)$ against $\mathcal{N}(0, s'^2)$ with $X = \sum_t \eta_t b_t$ over
+  the canary steps and $s' = \sigma'\sqrt{\sum_t \eta_t^2}$, see
+  `advsim.bounds.heuristic_curve_lower`);
 - `"heuristic_max_over_steps"`: its maximum over horizons (Section 4.1 there), the
-  convex minorant of $\min_{t \le T} f_{t,\sigma'}$;
+  convex minorant of $\min_{t \le T} f_{t,\sigma'}$; one learning rate only (a
+  scheduled accounting is refused with a ValueError that names the schedule);
 - `"composition"`: DP-SGD releasing every iterate (dp_accounting PLD);
 - `"gdp"`: $G_\mu$ (Definition 2.7 of Dong, Roth & Su, arXiv:1905.02383).
 
@@ -232,7 +237,16 @@ def _family(bound: str, accounting: Accounting | None, reference: float | None) 
             x_ref + math.log(_SEARCH_FACTOR),
         )
     T, q, n = accounting.steps, accounting.sampling_prob, accounting.num_canary_steps
-    if bound == "heuristic":
+    if bound == "heuristic_max_over_steps":
+        _refuse_schedule(accounting)
+    if bound == "heuristic" and accounting.step_sizes is not None:
+
+        def curve_at(x):
+            # The pair at the run's schedule and noise multiplier exp(x) (its atoms are
+            # cached: only their scale changes with x).
+            return heuristic_curve_lower(_at_sigma(accounting, math.exp(x)))
+
+    elif bound == "heuristic":
 
         def curve_at(x):
             return heuristic_curve_lower(T, q, math.exp(x), canary_steps=n)
@@ -301,10 +315,30 @@ def _boundary(fam: _Family, a_up: np.ndarray, b_up: np.ndarray) -> tuple:
     return hi, False
 
 
+def _refuse_schedule(accounting: Accounting) -> None:
+    """The max over horizons is computed at one learning rate only: a ValueError naming
+    the accounting's schedule, if it has one."""
+    if accounting.step_sizes is not None:
+        raise ValueError(
+            "bound='heuristic_max_over_steps' is not defined at a learning-rate schedule, "
+            f"but the accounting has one ({accounting.describe_step_sizes()}): its horizons "
+            "are the last t steps of a run at one learning rate (Section 4.1 of "
+            "arXiv:2410.06186), and its curves are computed only for that case; use "
+            "bound='heuristic' (the heuristic at this schedule), 'composition' or 'gdp'"
+        )
+
+
+def _at_sigma(accounting: Accounting, sigma: float) -> Accounting:
+    """The same run (steps, q, canary steps, schedule) at noise multiplier sigma."""
+    return dataclasses.replace(accounting, noise_multiplier=sigma)
+
+
 def _eps_equivalent(bound: str, index: float, delta: float, accounting) -> float:
     if bound == "gdp":
         return float(gdp_epsilon(delta, index))
     T, q, n = accounting.steps, accounting.sampling_prob, accounting.num_canary_steps
+    if bound == "heuristic" and accounting.step_sizes is not None:
+        return float(heuristic_epsilon(delta, _at_sigma(accounting, index)))
     if bound == "heuristic":
         return float(heuristic_epsilon(delta, T, q, index, canary_steps=n))
     if bound == "composition":

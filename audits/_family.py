@@ -139,7 +139,9 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
 
     Only the rates of a threshold test enter, so any score that is monotone in the
     adversary's evidence works; it need not be on the scale of the family (the projected
-    model itself). T, q and n_c come from `accounting`.
+    model itself). T, q and n_c come from `accounting`, which must have one learning rate:
+    an accounting with a schedule (`Accounting.step_sizes`) is refused with a ValueError
+    naming it (the family, and the held-out check of it, are the constant-rate pair).
 
     Assumes: under `"split"`, `sigma_upper` is a rigorous upper bound (probability >= c)
     on the noise multiplier *of a run whose privacy is exactly that of the family*; eps
@@ -215,6 +217,16 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
         if not isinstance(accounting, Accounting):
             raise TypeError(
                 f"accounting must be an advsim.Accounting, got {type(accounting).__name__}"
+            )
+        if accounting.step_sizes is not None:
+            raise ValueError(
+                "the 'family' audit assumes the constant-rate heuristic family "
+                "Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), but the accounting "
+                f"has a learning-rate schedule ({accounting.describe_step_sizes()}), whose "
+                "last iterate is N(X, s^2) vs N(0, s^2) with X = sum_t eta_t b_t and "
+                "s^2 = sigma^2 sum_t eta_t^2; use method='eps_delta' (assumption-free), or "
+                "audits.certify_violation(scores, 'heuristic', accounting) for the heuristic "
+                "at this schedule"
             )
         support, probs = _bounds.binomial_mixture(
             accounting.num_canary_steps, accounting.sampling_prob

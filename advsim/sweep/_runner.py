@@ -131,16 +131,14 @@ def _bounds_cell(config: SweepConfig, mechanism, p: Mapping, progress: bool | No
     delta = p["delta"]
     acc = mechanism.accounting()
     if "composition_discretization" in p:  # bounds_for with a coarser PLD grid
-        args = (delta, acc.steps, acc.sampling_prob, acc.noise_multiplier)
-        n = acc.num_canary_steps
+        # The accounting itself, not its numbers: the heuristic is at the run's
+        # learning-rate schedule when it has one (composition and full batch ignore it).
         b = {
-            "heuristic": bounds.heuristic_epsilon(*args, canary_steps=n),
+            "heuristic": bounds.heuristic_epsilon(delta, acc),
             "composition": bounds.composition_epsilon(
-                *args,
-                canary_steps=n,
-                value_discretization_interval=p["composition_discretization"],
+                delta, acc, value_discretization_interval=p["composition_discretization"]
             ),
-            "full_batch": bounds.full_batch_epsilon(*args, canary_steps=n),
+            "full_batch": bounds.full_batch_epsilon(delta, acc),
         }
     else:
         b = bounds.bounds_for(acc, delta)
