@@ -147,7 +147,6 @@ def _write_checkpoint(path: Path, record: dict) -> None:
         tmp.write_text(json.dumps(record, indent=1))
 
 
-@eqx.filter_jit
 def _chunk_counts(scores, thresholds, valid):
     """Per threshold, the runs among the first `valid` of the chunk with score >= it, and
     the number of those runs whose score is not finite."""
@@ -155,6 +154,13 @@ def _chunk_counts(scores, thresholds, valid):
     at_or_above = (scores[None, :] >= thresholds[:, None]) & keep[None, :]
     bad = (~jnp.isfinite(scores)) & keep
     return jnp.sum(at_or_above, axis=1, dtype=jnp.int32), jnp.sum(bad, dtype=jnp.int32)
+
+
+@eqx.filter_jit
+def _counted_chunk(thresholds, valid, *chunk_args):
+    """`_chunk_scores(*chunk_args)` reduced to `_chunk_counts` in the same compiled
+    program: the scores never leave the devices."""
+    return _chunk_counts(_chunk_scores(*chunk_args), thresholds, valid)
 
 
 def simulate_counts(
@@ -289,10 +295,9 @@ def simulate_counts(
                 n = min(layout.chunk, runs - start)
                 idx = jax.device_put(np.arange(start, start + layout.chunk, dtype=np.uint32),
                                      sharding)  # fmt: skip
-                scores = _chunk_scores(crafted, adversary, world_key, idx, canary, "last",
-                                       layout.width, layout.samplers, mesh,
-                                       layout.parallel_lanes)  # fmt: skip
-                counted = _chunk_counts(scores, taus, jnp.int32(n))
+                counted = _counted_chunk(taus, jnp.int32(n), crafted, adversary, world_key, idx,
+                                         canary, "last", layout.width, layout.samplers, mesh,
+                                         layout.parallel_lanes)  # fmt: skip
                 if pending is not None:
                     collect(*pending)
                 pending = (start, n, counted)

@@ -55,7 +55,7 @@ def test_a_resumed_count_gives_the_counts_of_an_uninterrupted_one(tmp_path, monk
     want = simulate_counts(MECH, ProjectionScore(), 20000, 4, taus, chunk_size=1024)
     path = tmp_path / "counts.json"
     calls = {"n": 0}
-    real = counting._chunk_counts
+    real = counting._counted_chunk
 
     def interrupted(*args):
         calls["n"] += 1
@@ -64,13 +64,13 @@ def test_a_resumed_count_gives_the_counts_of_an_uninterrupted_one(tmp_path, monk
         return real(*args)
 
     monkeypatch.setattr(counting, "CHECKPOINT_SECONDS", 0.0)
-    monkeypatch.setattr(counting, "_chunk_counts", interrupted)
+    monkeypatch.setattr(counting, "_counted_chunk", interrupted)
     with pytest.raises(KeyboardInterrupt):
         simulate_counts(MECH, ProjectionScore(), 20000, 4, taus, chunk_size=1024, checkpoint=path)
     saved = counting.read_counts_checkpoint(path)
     assert 0 < saved["worlds"]["canary_in"]["done"] < 20000
     assert saved["worlds"]["canary_out"]["done"] == 0
-    monkeypatch.setattr(counting, "_chunk_counts", real)
+    monkeypatch.setattr(counting, "_counted_chunk", real)
     # resumed with another chunk size: the counts of runs [done, 20000) are added
     got = simulate_counts(MECH, ProjectionScore(), 20000, 4, taus, chunk_size=2048,
                           checkpoint=path)  # fmt: skip
