@@ -18,7 +18,7 @@ from advsim.search._config import (
     load_config,
 )
 from advsim.search._family import Family, build_family, paper_start
-from advsim.search._confirm import Confirmation, confirm
+from advsim.search._confirm import Confirmation, confirm, decisive_events
 from advsim.search._report import plot_fields
 from advsim.search._run import SearchResult, search
 
@@ -32,6 +32,7 @@ __all__ = [
     "build_family",
     "config_from_mapping",
     "confirm",
+    "decisive_events",
     "load_config",
     "paper_start",
     "plot_fields",

@@ -26,9 +26,16 @@ def test_machine_found_quick(tmp_path):
     assert row["search_exact_epsilon"] >= row["paper_exact_epsilon"] - row["search_error"]
     assert row["search_exact_epsilon"] <= row["composition"] + row["search_error"]
     assert row["eps_lower"] <= row["search_exact_epsilon"] + row["search_error"]
-    assert row["guarantee"] == "rigorous"
+    assert row["guarantee"] == "rigorous" and row["confirm_audit"] == "streaming"
+    assert row["eps_lower_over_exact"] == pytest.approx(row["eps_lower"] / row["search_exact_epsilon"], rel=1e-4)
+    assert 0.0 <= row["decisive_out"] <= 1.0 and 0.0 <= row["decisive_in"] <= 1.0
+    # the heuristic of the process as it ran: step 1 of size 1, the others 1/B, is less
+    # private than the constant-rate one
+    assert row["heuristic"] > row["heuristic_constant_rate"]
+    assert row["violation_by"] in ("construction", "schedule only", "none")
     assert label_problems(list(row), [row]) == []
     (summary,) = tables["machine_found_summary"]
     assert summary["cells"] == 1
     assert (tmp_path / "machine_found.png").exists()
+    assert (tmp_path / "machine_found_fields.png").exists()  # the quick run's fields_cell
     assert (tmp_path / "heatmap-s2-b4" / "best.json").exists()
