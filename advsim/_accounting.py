@@ -37,7 +37,7 @@ def _check_step_sizes(step_sizes, steps: int) -> tuple[float, ...] | None:
         t = int(np.argmax(bad))
         raise ValueError(
             f"step_sizes must be finite and in (0, inf) (a learning rate per step), got "
-            f"step_sizes[{t}] = {arr[t]!r} (step {t + 1})"
+            f"step_sizes[{t}] = {float(arr[t])!r} (step {t + 1})"
         )
     if np.all(arr == arr[0]):
         return None

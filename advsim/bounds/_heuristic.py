@@ -444,7 +444,8 @@ def heuristic_epsilon_max_over_steps(
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$.
+        steps: $T \ge 1$ (one learning rate at every step: an `advsim.Accounting` with a
+            schedule is refused with a ValueError naming it).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
         progress: a tqdm bar (stderr) over the search's rounds; default: when
@@ -458,6 +459,14 @@ def heuristic_epsilon_max_over_steps(
         2.222
     """
     delta = check_delta("delta", delta)
+    if isinstance(steps, Accounting) and steps.step_sizes is not None:
+        raise ValueError(
+            "heuristic_epsilon_max_over_steps is not defined at a learning-rate schedule, "
+            f"but the accounting has one ({steps.describe_step_sizes()}): its horizons are "
+            "the last t steps of a run at one learning rate (Section 4.1 of "
+            "arXiv:2410.06186); use heuristic_epsilon(delta, accounting) for the heuristic "
+            "at this schedule"
+        )
     big_t = check_int("steps", steps, minimum=1)
     q = check_probability("sampling_prob", sampling_prob)
     sigma = check_positive("noise_multiplier", noise_multiplier)
