@@ -13,6 +13,11 @@ gradients are functions of (m, t)), `run_audit(..., exact=True)` also reads the 
 epsilon(delta) of the last model (`advsim.exact.last_iterate_epsilon`) beside the bounds:
 `exact_columns` gives those columns for any mechanism (empty, with the reason, where it
 lacks the capability), each distinct mechanism computed once per process.
+
+`run_audit(..., streaming=True)` audits the cell by `advsim.streaming.audit_streaming`
+instead: a pilot of its own plans up to 6 threshold tests, the main run of `trials` runs
+per world is only counted (memory independent of `trials`), and `eps_lower` is the
+assumption-free (eps, delta) bound, held out by construction.
 """
 
 from __future__ import annotations
@@ -39,14 +44,17 @@ from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
 from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, grid_work, last_iterate_epsilon
+from advsim.streaming import audit_streaming
 
 __all__ = [
     "EXACT_COLUMNS",
     "EXACT_MAX_WORK",
     "EXACT_REFINEMENTS",
+    "STREAMING",
     "AuditRecord",
     "DEFAULT_STEPS",
     "ThresholdSearchResult",
+    "check_streaming_options",
     "exact_columns",
     "record_columns",
     "default_audit_method",
@@ -75,6 +83,12 @@ DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 of arXiv:2410.06186: q = 0.01, sigma calibrated to composition eps = 8), whose config is
 `advsim/sweep/audit.toml` (`advsim audit` reads its grid there; a test keeps the two equal).
 """
+
+
+STREAMING = "streaming"
+"""The `threshold_selection` of a record audited by `run_audit(..., streaming=True)`: its
+tests were planned on a pilot of its own and counted on the `trials` runs per world
+(`advsim.streaming.audit_streaming`); its `method` is "eps_delta", the statement it makes."""
 
 
 def default_audit_method(mechanism) -> str:
@@ -121,6 +135,12 @@ class AuditRecord:
     was not asked for). `exact_time_s` is what computing them took, compilation included.
     `calibrate_time_s` is 0 here: a driver that calibrates sigma first (a sweep with
     `target_epsilon`) fills it in.
+
+    A streaming audit (`run_audit(..., streaming=True)`) has `method` "eps_delta" and
+    `threshold_selection` "streaming" (`STREAMING`): its tests were planned on a pilot of
+    extra runs per world, on a key of its own, and `trials` is the runs per world it
+    counted; `threshold`, `fpr` and `fnr` are those of its best test, `simulate_time_s`
+    includes the pilot, the planning and the counting, and `audit_time_s` is the bound.
 
     The fields are the columns of a sweep's table, in its order (`record_columns`); each
     says whether it is a parameter, a result or a part of the wall time, and whether a
@@ -353,9 +373,21 @@ def run_audit(
     progress: bool | None = None,
     exact: bool = False,
     exact_refinements: int = EXACT_REFINEMENTS,
+    streaming: bool = False,
+    pilot_runs: int | None = None,
 ) -> AuditRecord:
     """Simulates, audits and bounds one configuration (and, with `exact`, reads the exact
     epsilon of the last model where the mechanism has the capability).
+
+    With `streaming`, the cell is audited by `advsim.streaming.audit_streaming(mechanism,
+    adversary, trials, seed, delta=..., confidence=..., pilot_runs=..., chunk_size=...,
+    progress=...)`: a pilot of `pilot_runs` runs per world, on a key of its own, plans up
+    to 6 threshold tests; the `trials` runs per world (those `advsim.simulate` gives with
+    this seed) are only counted, so memory does not grow with `trials`; `eps_lower` is the
+    assumption-free (eps, delta) bound, rigorous (the tests never see the counted runs).
+    It takes the method "eps_delta" (the default then) and no threshold strategy or audit
+    option (`check_streaming_options`); the record's `threshold_selection` is
+    "streaming".
 
     Args:
         mechanism: the DP-SGD run.
@@ -387,17 +419,41 @@ def run_audit(
             mechanism (empty, with the reason, where it lacks the capability). Off by
             default here: a first call for a new shape compiles the engine (seconds).
         exact_refinements: the exact engine's grids (`exact_columns`).
+        streaming: audit by a pilot-planned, counted streaming audit (above).
+        pilot_runs: with `streaming`, the pilot's runs per world, in [2, trials] (default
+            `advsim.streaming.default_pilot_runs(trials)`: 10% of trials within
+            [10^4, 2 x 10^7]); refused without `streaming`.
 
     Returns:
         An `AuditRecord`; besides `wall_time_s`, it says where the time went:
         `compile_time_s` (JAX tracing and compilation, measured by `jax.monitoring`),
-        `simulate_time_s` (simulating, compilation excluded),
-        `audit_time_s` and `bounds_time_s` (each without the compilation inside it),
-        `exact_time_s` (the exact columns, their compilation included; 0 without `exact`).
+        `simulate_time_s` (simulating, compilation excluded; with `streaming`, the pilot,
+        its plan and the counting), `audit_time_s` and `bounds_time_s` (each without the
+        compilation inside it), `exact_time_s` (the exact columns, their compilation
+        included; 0 without `exact`).
+
+    Raises:
+        ValueError: a parameter out of range; with `streaming`, a method other than
+            "eps_delta", a threshold strategy or audit option it does not take, or
+            `pilot_runs` out of [2, trials]; `pilot_runs` without `streaming`.
     """
     trials = check_trials("trials", trials)
     delta = check_delta("delta", delta)
     confidence = check_in_interval("confidence", confidence, 0.5, 1.0)
+    if not isinstance(streaming, bool):
+        raise TypeError(f"streaming must be True or False, got {streaming!r}")
+    if streaming:
+        method = "eps_delta" if method is None else method
+        check_streaming_options(
+            trials=trials, method=method, threshold_selection=threshold_selection,
+            strategy_options=strategy_options, sides=sides, min_count=min_count,
+            audit_seed=audit_seed, pilot_runs=pilot_runs,
+        )  # fmt: skip
+    elif pilot_runs is not None:
+        raise ValueError(
+            f"pilot_runs applies to streaming audits only (the pilot that plans their "
+            f"tests), got pilot_runs={pilot_runs!r} without streaming"
+        )
     method = default_audit_method(mechanism) if method is None else method
     start = time.perf_counter()
     crafted = adversary.craft(mechanism)
@@ -405,25 +461,32 @@ def run_audit(
     # The bounds first: parameters out of their reach fail before a long simulation.
     with _stopwatch() as bounds_clock:
         bounds = bounds_for(accounting, delta)
-    result, sim_clock, audit_clock = _simulate_and_audit(
-        mechanism,
-        adversary,
-        accounting,
-        trials=trials,
-        seed=seed,
-        method=method,
-        delta=delta,
-        confidence=confidence,
-        threshold_selection=threshold_selection,
-        strategy_options=strategy_options,
-        audit_options={
-            "sides": sides,
-            "min_count": min_count,
-            "seed": seed if audit_seed is None else audit_seed,
-        },
-        chunk_size=chunk_size,
-        progress=progress,
-    )
+    if streaming:
+        result, sim_clock, audit_clock = _count_and_audit(
+            mechanism, adversary, trials=trials, seed=seed, delta=delta,
+            confidence=confidence, pilot_runs=pilot_runs, chunk_size=chunk_size,
+            progress=progress,
+        )  # fmt: skip
+    else:
+        result, sim_clock, audit_clock = _simulate_and_audit(
+            mechanism,
+            adversary,
+            accounting,
+            trials=trials,
+            seed=seed,
+            method=method,
+            delta=delta,
+            confidence=confidence,
+            threshold_selection=threshold_selection,
+            strategy_options=strategy_options,
+            audit_options={
+                "sides": sides,
+                "min_count": min_count,
+                "seed": seed if audit_seed is None else audit_seed,
+            },
+            chunk_size=chunk_size,
+            progress=progress,
+        )
     exact_cols, exact_time = _timed_exact_columns(
         crafted, delta, exact=exact, refinements=exact_refinements, progress=progress
     )
@@ -437,7 +500,7 @@ def run_audit(
         num_canary_steps=accounting.num_canary_steps,
         delta=delta,
         confidence=confidence,
-        threshold_selection=threshold_selection,
+        threshold_selection=STREAMING if streaming else threshold_selection,
         trials=trials,
         seed=seed,
         **_result_columns(result, bounds),
@@ -485,6 +548,106 @@ def _simulate_and_audit(
             **audit_options,
             **(strategy_options or {}),
         )
+    return result, sim_clock, audit_clock
+
+
+def check_streaming_options(
+    *,
+    trials: int,
+    method: str | None = "eps_delta",
+    threshold_selection: str | None = "split",
+    strategy_options: Mapping[str, Any] | None = None,
+    sides: str = "two",
+    min_count: int = 50,
+    audit_seed: int | None = None,
+    pilot_runs: int | None = None,
+) -> None:
+    """Refuses what a streaming audit (`run_audit(..., streaming=True)`, a sweep's
+    `streaming = true`) does not take, in one line naming the value and what is valid.
+
+    A streaming audit states the assumption-free (eps, delta) bound (method "eps_delta";
+    None is that), plans its tests on a pilot of its own (threshold_selection "split",
+    the default, or None; no strategy option), bounds both orders of the pair (sides
+    "two"), has no split of the runs to seed (audit_seed None) and no least count for its
+    point estimate (min_count 50, the default); its pilot has `pilot_runs` in [2, trials]
+    runs per world (None: the default size).
+
+    Raises:
+        ValueError: naming the first setting it does not take.
+    """
+    if method not in (None, "eps_delta"):
+        raise ValueError(
+            "a streaming audit's bound is assumption-free (eps_delta, held out by "
+            f"construction): method must be 'eps_delta' or unset, got {method!r}"
+        )
+    if threshold_selection not in (None, "split"):
+        raise ValueError(
+            "a streaming audit plans its threshold tests on a pilot of its own: "
+            f"threshold_selection must be 'split' (the default) or unset, got "
+            f"{threshold_selection!r}"
+        )
+    if strategy_options:
+        raise ValueError(
+            "a streaming audit takes no threshold strategy option (its tests are planned on "
+            f"a pilot), got {', '.join(f'{k}={v!r}' for k, v in strategy_options.items())}"
+        )
+    if sides != "two":
+        raise ValueError(
+            f"a streaming audit bounds both orders of the pair: sides must be 'two', got {sides!r}"
+        )
+    if audit_seed is not None:
+        raise ValueError(
+            "a streaming audit has no split of the runs to seed (its pilot has a key of its "
+            f"own): audit_seed must be unset, got {audit_seed!r}"
+        )
+    if isinstance(min_count, bool) or min_count != 50:
+        raise ValueError(
+            "a streaming audit's eps_point is its best test's plug-in estimate, with no least "
+            f"count: min_count must be 50 (the default), got {min_count!r}"
+        )
+    if pilot_runs is not None and (
+        isinstance(pilot_runs, bool)
+        or not isinstance(pilot_runs, int | np.integer)
+        or not 2 <= pilot_runs <= trials
+    ):
+        raise ValueError(
+            f"pilot_runs must be an integer in [2, trials] = [2, {trials}] (the pilot's runs "
+            f"per world, which plan the tests of the counted runs), got {pilot_runs!r}"
+        )
+
+
+def _count_and_audit(
+    mechanism: AbstractMechanism,
+    adversary: AbstractAdversary,
+    *,
+    trials: int,
+    seed: int,
+    delta: float,
+    confidence: float,
+    pilot_runs: int | None,
+    chunk_size: int | None,
+    progress: bool | None,
+) -> tuple[Any, dict, dict]:
+    """`run_audit`'s streaming audit (`advsim.streaming.audit_streaming`): `(its result,
+    the simulation's stopwatch, the audit's stopwatch)`. The simulation's holds the pilot,
+    its plan and the counting, and all the compilation; the audit's, the bound from the
+    counts (the rest of the call)."""
+    with _stopwatch() as clock:
+        result = audit_streaming(
+            mechanism,
+            adversary,
+            trials,
+            as_key(seed),
+            delta=delta,
+            confidence=confidence,
+            pilot_runs=pilot_runs,
+            chunk_size=chunk_size,
+            progress=progress,
+        )
+    seconds = result.extras["seconds"]
+    simulating = min(seconds["plan"] + seconds["count"], clock["wall"])
+    sim_clock = {"wall": simulating, "compile": min(clock["compile"], simulating)}
+    audit_clock = {"wall": clock["wall"] - simulating, "compile": 0.0}
     return result, sim_clock, audit_clock
 
 
