@@ -40,8 +40,17 @@ any mechanism parameter, `target_epsilon` (sigma is then calibrated so that comp
 gives it at `delta`), the settings `delta`, `trials`, `method`, `confidence`,
 `threshold_selection` (any of `advsim.audits.THRESHOLD_SELECTIONS`) with its strategy's
 option (`selection_fraction` of "projected_split", `num_splits` of "multi_split",
-`audit_threshold` of "explicit"), and `replicate` (a label that only changes the cell's
-seed).
+`audit_threshold` of "explicit"), `pilot_runs` (below) and `replicate` (a label that only
+changes the cell's seed).
+
+`streaming = true` in `[sweep]` audits every cell by a streaming audit
+(`advsim.streaming.audit_streaming` through `advsim.experiment.run_audit`): a pilot of
+`pilot_runs` runs per world (default: 10% of `trials` within [10^4, 2 x 10^7]) plans up
+to 6 threshold tests, the cell's `trials` runs per world are only counted (memory does not
+grow with them), and `eps_lower` is the assumption-free (eps, delta) bound, rigorous
+(held out by construction). Its method is "eps_delta" (the default then; any other is
+refused) and it takes no threshold strategy: its rows read `threshold_selection =
+"streaming"`.
 
 Each cell gets a stable id (a hash of everything that determines its result) and a seed
 derived from the sweep seed and that id, so a cell's numbers do not depend on which other

@@ -12,6 +12,13 @@ and its options (`STRATEGY_KEYS`), and the optional `sides`, `min_count` and
 `audit_seed` (`AUDIT_OPTION_KEYS`), which enter a cell's parameters, and so its id, only
 where they are set to something other than their default: a config written before them
 keeps its cells.
+
+`streaming = true` in `[sweep]` (with an optional `pilot_runs = N`, which may be swept)
+audits every cell by a streaming audit (`advsim.experiment.run_audit(...,
+streaming=True)`): a pilot of `pilot_runs` runs per world plans the threshold tests, the
+cell's `trials` are only counted, and `eps_lower` is the assumption-free (eps, delta)
+bound. Its method is "eps_delta" (the default then), and it takes no threshold strategy:
+its cells have no `threshold_selection` (their records read "streaming").
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from advsim._validation import (
 )
 from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, get_audit
 from advsim.audits._base import SIDES
-from advsim.experiment import EXACT_REFINEMENTS, default_audit_method
+from advsim.experiment import EXACT_REFINEMENTS, check_streaming_options, default_audit_method
 from advsim.sweep._checks import CellError, check_cell
 from advsim.sweep._classes import Plugin, resolve
 
@@ -92,11 +99,26 @@ STRATEGY_KEYS = {
 #: equal to the default is dropped: they enter a cell's parameters (and its id) only when
 #: set otherwise, so the cells of a config written before them keep their ids.
 AUDIT_OPTION_KEYS = {"sides": "two", "min_count": 50, "audit_seed": None}
+#: The streaming audit's settings, by sweep key, with the value a cell has when the config
+#: does not set them: `streaming` (audit by a pilot-planned, counted streaming audit,
+#: `advsim.experiment.run_audit(..., streaming=True)`; in `[sweep]` only, every cell alike)
+#: and `pilot_runs` (its pilot's runs per world, in [2, trials]; None:
+#: `advsim.streaming.default_pilot_runs(trials)`). As `AUDIT_OPTION_KEYS`, they enter a
+#: cell's parameters (and its id) only when set to something other than their default.
+STREAMING_KEYS = {"streaming": False, "pilot_runs": None}
+#: The settings that enter a cell only when set otherwise than their default.
+_UNSET_DEFAULTS = {**AUDIT_OPTION_KEYS, **STREAMING_KEYS}
 _COMMON_DEFAULTS = {"delta": 1e-5}
 #: Bounds mode only: the PLD grid spacing of the composition bound (default: the
 #: library's, 1e-4). 1e-3 is ten times faster and moves epsilon by about 1e-3 at T = 1000.
 _BOUNDS_SETTINGS = ("composition_discretization",)
-_AUDIT_SETTINGS = (*_AUDIT_DEFAULTS, *STRATEGY_KEYS, *AUDIT_OPTION_KEYS, "replicate")
+_AUDIT_SETTINGS = (
+    *_AUDIT_DEFAULTS,
+    *STRATEGY_KEYS,
+    *AUDIT_OPTION_KEYS,
+    *STREAMING_KEYS,
+    "replicate",
+)
 _SETTINGS = (*_COMMON_DEFAULTS, *_AUDIT_SETTINGS, *_BOUNDS_SETTINGS)
 _SWEEP_KEYS = (
     "mode",
@@ -110,6 +132,7 @@ _SWEEP_KEYS = (
     *_AUDIT_DEFAULTS,
     *STRATEGY_KEYS,
     *AUDIT_OPTION_KEYS,
+    *STREAMING_KEYS,
     *_BOUNDS_SETTINGS,
 )
 _SCALARS = (bool, int, float, str)
@@ -126,6 +149,17 @@ def _check_setting(key: str, value, where: str):
             check_int(key, value, minimum=0)
         elif key in ("num_splits", "min_count"):
             check_int(key, value, minimum=1)
+        elif key == "streaming" and not isinstance(value, bool):
+            raise ValueError(
+                f"streaming must be true or false (a pilot-planned, counted audit), got {value!r}"
+            )
+        elif key == "pilot_runs" and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 2
+        ):
+            raise ValueError(
+                "pilot_runs must be an integer in [2, trials] (the streaming audit's pilot "
+                f"runs per world), got {value!r}"
+            )
         elif key == "audit_seed":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"audit_seed must be an integer in [0, 2^64 - 1], got {value!r}")
@@ -164,12 +198,19 @@ def audit_options(params: Mapping) -> dict:
     return {key: params.get(key, default) for key, default in AUDIT_OPTION_KEYS.items()}
 
 
+def streaming_options(params: Mapping) -> dict:
+    """A cell's `STREAMING_KEYS`, each at its default where the cell does not set it, as
+    `advsim.experiment.run_audit` names them."""
+    return {key: params.get(key, default) for key, default in STREAMING_KEYS.items()}
+
+
 def _unset_defaults(params: Mapping) -> dict:
-    """`params` without the `AUDIT_OPTION_KEYS` at their defaults (the same cell as unset)."""
+    """`params` without the `AUDIT_OPTION_KEYS` and `STREAMING_KEYS` at their defaults (the
+    same cell as unset)."""
     return {
         k: v
         for k, v in params.items()
-        if not (k in AUDIT_OPTION_KEYS and canon(_by_value(v)) == canon(AUDIT_OPTION_KEYS[k]))
+        if not (k in _UNSET_DEFAULTS and canon(_by_value(v)) == canon(_UNSET_DEFAULTS[k]))
     }
 
 
@@ -433,7 +474,15 @@ def parse_config(data: Mapping) -> SweepConfig:
     cases = tuple(_parse_grid(c, f"cases[{i}]", keys, fixed) for i, c in enumerate(cases_raw))
     swept = set(grid).union(*cases) if cases else set(grid)
     fixed = _unset_defaults(fixed)  # `sides = "two"` is the config that does not set it
-    for key, value in _defaults(mode, plugin).items():
+    defaults = _defaults(mode, plugin)
+    if fixed.get("streaming"):
+        _streaming_defaults(fixed, swept, defaults)
+    elif "streaming" in swept:
+        raise ValueError(
+            "streaming cannot vary per cell: set streaming = true in [sweep] to audit every "
+            "cell by a streaming audit (a separate sweep compares it with another audit)"
+        )
+    for key, value in defaults.items():
         if key not in fixed and key not in swept:
             fixed[key] = value
     config = SweepConfig(
@@ -597,6 +646,23 @@ def _defaults(mode: str, plugin: Plugin) -> dict:
     return defaults
 
 
+def _streaming_defaults(fixed: dict, swept: set, defaults: dict) -> None:
+    """A streaming sweep's settings (`streaming = true` in `[sweep]`): its method defaults
+    to "eps_delta" (the statement a streaming audit makes), and its cells have no
+    `threshold_selection` (the tests are planned on the pilot; the records read
+    "streaming"): a fixed "split", the default, is dropped (the same cells as unset), any
+    other value is refused with the cells (`check_audit_options`), and a swept one here."""
+    defaults["method"] = "eps_delta"
+    del defaults["threshold_selection"]
+    if fixed.get("threshold_selection") == _AUDIT_DEFAULTS["threshold_selection"]:
+        del fixed["threshold_selection"]
+    if "threshold_selection" in swept:
+        raise ValueError(
+            "threshold_selection cannot be swept with streaming = true: a streaming audit "
+            "plans its tests on a pilot of its own (valid: unset, or 'split' in [sweep])"
+        )
+
+
 def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     """Refuses a sweep without cells, a cell without a required parameter, with a strategy
     option its `threshold_selection` does not take, whose mechanism cannot be built, that
@@ -645,7 +711,10 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
 
 def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:
     """Refuses an option of a threshold strategy on a cell whose strategy does not take it,
-    and the explicit strategy without its threshold."""
+    and the explicit strategy without its threshold. (A streaming cell takes none:
+    `check_audit_options` says so.)"""
+    if params.get("streaming"):
+        return
     selection = params["threshold_selection"]
     if selection == "explicit" and "audit_threshold" not in params:
         raise ValueError(
@@ -667,14 +736,33 @@ def check_audit_options(params: Mapping) -> None:
     """Raises the error the audit would raise for a cell's settings (`method`,
     `confidence`, `threshold_selection` and the `AUDIT_OPTION_KEYS`; e.g. `sides = "one"`
     with the family audit, whose eps covers both orders of the pair), by building it once.
+    A streaming cell's (`STREAMING_KEYS`) are those that
+    `advsim.experiment.check_streaming_options` takes (`pilot_runs` within the cell's
+    `trials`); `pilot_runs` needs `streaming`.
 
     Raises:
         ValueError, TypeError: the audit's own message.
     """
     method = params["method"]
     selection = params.get("threshold_selection", _AUDIT_DEFAULTS["threshold_selection"])
-    own = AUDITS[method].threshold_selections
     options = audit_options(params)
+    streaming = streaming_options(params)
+    if streaming["streaming"]:
+        check_streaming_options(
+            trials=params.get("trials", _AUDIT_DEFAULTS["trials"]),
+            method=method,
+            threshold_selection=selection,
+            strategy_options={k: params[k] for k in STRATEGY_KEYS if k in params},
+            pilot_runs=streaming["pilot_runs"],
+            **options,
+        )
+        return
+    if streaming["pilot_runs"] is not None:
+        raise ValueError(
+            "pilot_runs applies to streaming audits only (the pilot that plans their tests), "
+            f"got pilot_runs={streaming['pilot_runs']!r} without streaming = true"
+        )
+    own = AUDITS[method].threshold_selections
     get_audit(
         method,
         confidence=params.get("confidence", _AUDIT_DEFAULTS["confidence"]),

@@ -26,6 +26,7 @@ from advsim.sweep._config import (
     load_config,
     parse_config,
     strategy_options,
+    streaming_options,
 )
 from advsim.sweep._store import (
     AUDIT_COLUMNS,
@@ -170,8 +171,10 @@ def _audit_cell(
 ) -> dict:
     """An audit-mode cell's `AUDIT_COLUMNS` but the wall time: `advsim.experiment.run_audit`
     with the cell's adversary and settings (its strategy's options, and `sides`,
-    `min_count`, `audit_seed` at their defaults where the cell does not set them), and the
-    seconds the `calibration` took."""
+    `min_count`, `audit_seed`, `streaming`, `pilot_runs` at their defaults where the cell
+    does not set them), and the seconds the `calibration` took. A streaming cell has no
+    `threshold_selection` (run_audit's default, which it takes; its record reads
+    "streaming")."""
     p = cell.params
     adversary = config.adversary_plugin.build(**config.adversary_kwargs)
     record = run_audit(
@@ -182,9 +185,10 @@ def _audit_cell(
         method=p["method"],
         delta=p["delta"],
         confidence=p["confidence"],
-        threshold_selection=p["threshold_selection"],
+        threshold_selection=p.get("threshold_selection", "split"),
         strategy_options=strategy_options(p),
         **audit_options(p),
+        **streaming_options(p),
         chunk_size=config.chunk_size,
         progress=progress,
         exact=config.exact,
