@@ -14,6 +14,11 @@ its refinement-estimated error, beside eps_lower and the bounds; for the linear 
 without data it equals the heuristic (Theorem 1 of arXiv:2410.06186 is exact there), and
 both are printed. `--no-exact` leaves it out (the exact engine compiles once per T:
 seconds each).
+
+`--streaming [--pilot-runs N]` audits each T by a streaming audit (the sweep's
+`streaming = true`, `advsim.experiment.run_audit(..., streaming=True)`): a pilot plans the
+threshold tests, the `--trials` runs are only counted, and eps_lower is the
+assumption-free, rigorous (eps, delta) bound.
 """
 
 from __future__ import annotations
@@ -132,11 +137,14 @@ def _strategy_settings(args) -> dict:
 
 
 def _method(args) -> str:
-    """The audit method: `--method`, else the mechanism's default
+    """The audit method: `--method`, else "eps_delta" with `--streaming` (the statement a
+    streaming audit makes), else the mechanism's default
     (`advsim.experiment.default_audit_method`: "family" for the heuristic's family, where
     its assumption is exact, else the assumption-free "eps_delta")."""
     if args.method is not None:
         return args.method
+    if args.streaming:
+        return "eps_delta"
     from advsim.experiment import default_audit_method
 
     return default_audit_method(_mechanism_plugin(args.mechanism).factory)
@@ -144,30 +152,42 @@ def _method(args) -> str:
 
 def _check_audit_settings(args) -> None:
     """Refuses audit options the method does not take (`--sides one` with the family
-    audit), naming the flags, before anything runs."""
+    audit), and those a `--streaming` audit does not take (`--method gdp`, `--threshold
+    same`, a `--pilot-runs` outside [2, --trials]; `--pilot-runs` without `--streaming`),
+    naming the flags, before anything runs."""
     from advsim.sweep._config import check_audit_options
 
+    if args.pilot_runs is not None and not args.streaming:
+        raise UsageError(
+            f"--pilot-runs applies to --streaming only (the pilot that plans the streaming "
+            f"audit's tests); add --streaming, or drop --pilot-runs {args.pilot_runs}"
+        )
     method = _method(args)
     settings = {
         "method": method,
         "confidence": args.confidence,
         "threshold_selection": args.threshold,
+        "trials": args.trials,
         **_audit_settings(args),
     }
     try:
         check_audit_options(settings)
     except (TypeError, ValueError) as err:
+        if args.streaming:
+            raise UsageError(f"--streaming: {_in_flags(_one_line(err))}") from None
         how = "" if args.method is not None else f" (the default for --mechanism {args.mechanism})"
         raise UsageError(f"--method {method}{how}: {_in_flags(_one_line(err))}") from None
 
 
 def _audit_settings(args) -> dict:
-    """The audit's options beyond the strategy's as sweep settings: `sides` and
-    `min_count` always (the sweep drops them at their defaults, so the cells are those of a
-    config without them), `audit_seed` only when given."""
-    out = {"sides": args.sides, "min_count": args.min_count}
+    """The audit's options beyond the strategy's as sweep settings: `sides`, `min_count`
+    and `streaming` always (the sweep drops them at their defaults, so the cells are those
+    of a config without them), `audit_seed` and `pilot_runs` only when given."""
+    out = {"sides": args.sides, "min_count": args.min_count, "streaming": args.streaming}
     if args.audit_seed is not None:
         out["audit_seed"] = args.audit_seed
+    if args.pilot_runs is not None:
+        out["pilot_runs"] = args.pilot_runs
     return out
 
 
@@ -370,6 +390,7 @@ _KEY_FLAGS = {
             "trials",
             "method",
             *AUDIT_OPTION_KEYS,
+            "pilot_runs",  # not `streaming`: the messages say "a streaming audit"
         )
     },
 }
@@ -392,6 +413,12 @@ def _cmd_audit(args) -> int:
     _check_adversary(args.adversary)
     config = _config(args, target)
     method = _method(args)
+    how = f"{method} audit"
+    if args.streaming:
+        from advsim.streaming import default_pilot_runs
+
+        pilot = default_pilot_runs(args.trials) if args.pilot_runs is None else args.pilot_runs
+        how = f"streaming {how} (a pilot of {pilot:,} runs per world plans the tests)"
     out = (
         Path(args.out)
         if args.out
@@ -411,8 +438,7 @@ def _cmd_audit(args) -> int:
     )
     print(
         f"advsim audit: {args.mechanism}, q={args.sampling_prob:g}, {sigma_text} at "
-        f"delta={args.delta:g}, {args.trials:,} runs per world, {method} audit; "
-        f"results go to {out}",
+        f"delta={args.delta:g}, {args.trials:,} runs per world, {how}; results go to {out}",
         flush=True,
     )
 
@@ -437,8 +463,10 @@ def _cmd_audit(args) -> int:
             raise _usage_error(err, args, target, out, len(shown)) from None
     for line in _format_notes(rows, exact):
         print(line)
+    streaming = "streaming " if args.streaming else ""
     title = (
-        f"{args.mechanism}, q={args.sampling_prob:g}, {method} audit, {args.trials:g} runs/world"
+        f"{args.mechanism}, q={args.sampling_prob:g}, {streaming}{method} audit, "
+        f"{args.trials:g} runs/world"
     )
     tic = time.perf_counter()
     paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
@@ -499,6 +527,7 @@ examples:
   advsim audit --mechanism linear-data --dim 20 --out results/run1   # eps_delta: the default
   advsim audit --method eps_delta --sides one --threshold bonferroni --min-count 20
   advsim audit --out results/run2 --resume      # continue a killed run (same options)
+  advsim audit --streaming --trials 100000000 --steps 25   # counted: memory independent of N
 """
 
 #: The built-in audit's T values (the parser's default for --steps).
@@ -577,6 +606,13 @@ _AUDIT_HELP = {
     "only two, gdp gives the same number under both",
     "--min-count": "least false positives and false negatives at the threshold for eps_point",
     "--audit-seed": "seed of the audit's split of the runs (default: --seed)",
+    "--streaming": "audit each T by a streaming audit: a pilot of --pilot-runs runs per "
+    "world, on a key of its own, plans up to 6 threshold tests; the --trials runs per world "
+    "are only counted (memory independent of --trials, for 1e8 runs and more), and "
+    "eps_lower is the assumption-free eps_delta bound, rigorous (held out by "
+    "construction). Takes --method eps_delta (its default) and --threshold split only",
+    "--pilot-runs": "--streaming only: the pilot's runs per world, in [2, --trials] "
+    "(default: 10%% of --trials within [1e4, 2e7])",
     "--clip-norm": "clipping norm C of the per-example gradients",
     "--dim": "linear-data only: model dimension (default: 10)",
     "--num-examples": "linear-data only: examples besides the canary (default: 100)",
@@ -612,6 +648,8 @@ def _audit_options() -> list[tuple[str, dict]]:
         ("--sides", list(SIDES), AUDIT_OPTION_KEYS["sides"], None),
         ("--min-count", count, AUDIT_OPTION_KEYS["min_count"], "N"),
         ("--audit-seed", _seed, None, "S"),
+        ("--streaming", bool, False, None),  # the sweep's STREAMING_KEYS, off by default
+        ("--pilot-runs", count, None, "N"),
         ("--clip-norm", real, mech["clip_norm"], "C"),
         ("--dim", count, None, "D"),
         ("--num-examples", count, None, "N"),
@@ -621,7 +659,12 @@ def _audit_options() -> list[tuple[str, dict]]:
     ]
     out = []
     for flag, kind, default, metavar in spec:
-        kw = {"choices": kind} if isinstance(kind, list) else {"type": kind, "metavar": metavar}
+        if kind is bool:
+            kw = {"action": "store_true"}
+        elif isinstance(kind, list):
+            kw = {"choices": kind}
+        else:
+            kw = {"type": kind, "metavar": metavar}
         if flag == "--steps":
             kw["nargs"] = "+"
         out.append((flag, {**kw, "default": default, "help": _AUDIT_HELP[flag]}))
