@@ -31,7 +31,10 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 
 The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
 sampling_prob, noise_multiplier, canary_steps=n)`, or the record of the run,
-`heuristic_epsilon(delta, mechanism.accounting())`.
+`heuristic_epsilon(delta, mechanism.accounting())`. A record with a learning-rate schedule
+(`Accounting.step_sizes`) gives the heuristic at that schedule ($\mathcal{N}(X, s^2)$ vs
+$\mathcal{N}(0, s^2)$ with $X = \sum_t \eta_t b_t$, $s = \sigma\sqrt{\sum_t \eta_t^2}$);
+composition and full batch do not depend on it; the bounds that assume one rate refuse it.
 """
 
 from advsim.bounds._composition import (
