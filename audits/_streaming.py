@@ -50,10 +50,10 @@ from ._threshold import clopper_pearson_upper
 
 __all__ = ["TestPlan", "counts_audit", "fixed_tests", "plan_tests"]
 
-#: Tests planned by default: per direction of the pair, the pilot's best threshold and
-#: two less extreme ones (the rarer world's pilot count doubled and quadrupled), which
-#: hedge the pilot's noise in the far tail at a Bonferroni cost of a few hundredths.
 DEFAULT_NUM_TESTS = 6
+"""Tests `plan_tests` plans by default: per order of the pair, the pilot's best threshold
+and two less extreme ones (the rarer world's pilot count doubled and quadrupled), which
+hedge the pilot's noise in the far tail at a Bonferroni cost of a few hundredths."""
 # Ranks of each world's sorted pilot scores tried as thresholds, geometric from both ends.
 _RANKS_PER_TAIL = 512
 
