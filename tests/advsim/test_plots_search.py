@@ -125,6 +125,7 @@ def test_plot_table_has_the_ratio_panel_the_audit_and_the_certified_cell(tmp_pat
     assert r"$\delta = 10^{-5}$" in title and "T = 25" in title
 
 
+@pytest.mark.slow  # the quick figure's test draws both pictures too (test_figure_search.py)
 def test_plot_machine_found_writes_both_pictures_from_the_cells_folder(
     tmp_path, capsys, monkeypatch
 ):

@@ -138,7 +138,13 @@ def test_streaming_equals_the_in_memory_audit_of_the_same_runs():
     assert stream.eps_lower == memory.eps_lower > 0
     for name in ("fpr", "fnr", "fpr_upper", "fnr_upper", "n_in", "n_out", "threshold"):
         assert getattr(stream, name) == getattr(memory, name), name
+
+
+@pytest.mark.slow
+def test_k_streaming_tests_are_each_bounded_at_the_bonferroni_level():
     # K tests: each at confidence 1 - (1 - c) / K on the numpy counts of the same scores.
+    runs = 20_000
+    scores = simulate(MECH, ProjectionScore(), runs, key=11)
     taus = [0.5, 1.5, 2.5, 3.5]
     stream = audit_streaming(MECH, ProjectionScore(), runs, 11, thresholds=taus, delta=1e-5)
     tp, fp = _numpy_counts(scores, taus)
