@@ -131,6 +131,13 @@ def audit_streaming(
     saved = None if checkpoint is None else read_counts_checkpoint(checkpoint)
     if saved is not None and "plan" in saved.get("metadata", {}):
         plan = audits.TestPlan.from_dict(saved["metadata"]["plan"])
+        if thresholds is not None and tuple(audits.fixed_tests(thresholds).thresholds) != (
+            plan.thresholds
+        ):
+            raise ValueError(
+                f"checkpoint {str(checkpoint)!r} holds a run of other thresholds "
+                f"({list(plan.thresholds)}): give another path, or drop thresholds= to resume it"
+            )
     elif thresholds is not None:
         plan = audits.fixed_tests(thresholds)
     else:

@@ -157,6 +157,16 @@ def test_k_streaming_tests_are_each_bounded_at_the_bonferroni_level():
     assert [t["fp"] for t in stream.extras["tests"]] == list(fp)
 
 
+def test_a_resumed_streaming_audit_reads_its_plan_and_counts_back(tmp_path):
+    path = tmp_path / "stream.json"
+    first = audit_streaming(GAUSS, ProjectionScore(), 20_000, 3, pilot_runs=2000, checkpoint=path)
+    again = audit_streaming(GAUSS, ProjectionScore(), 20_000, 3, pilot_runs=2000, checkpoint=path)
+    assert again.extras["resumed_from"] == {"canary_in": 20_000, "canary_out": 20_000}
+    assert again.eps_lower == first.eps_lower and again.extras["tests"] == first.extras["tests"]
+    with pytest.raises(ValueError, match="holds a run of other thresholds"):
+        audit_streaming(GAUSS, ProjectionScore(), 20_000, 3, thresholds=[0.0], checkpoint=path)
+
+
 def test_the_pilot_is_its_own_seed_and_plans_both_tails():
     r = audit_streaming(GAUSS, ProjectionScore(), 200_000, 0, pilot_runs=20_000)
     plan = r.extras["plan"]
