@@ -21,6 +21,8 @@ per_step = ["groups"]         # the data field may change with the step
 search = ["groups", "regularizer"]
 starts = ["landscape", "linear"]
 iterations = 100
+# confirm_runs = 100000000     # then a confirmation by simulation, 10^8 runs per world,
+# confirm_streaming = true     # counted by a streaming audit (resumable: --resume)
 """
 
 
@@ -40,11 +42,18 @@ def _print_result(result, config, out: Path, *, progress: bool) -> None:
         print("  the search found nothing better than its best start (beyond the engine's error)")
     if config.confirm_runs:
         c = confirm(result.best, config.delta, config.confirm_runs, seed=config.seed,
-                    progress=progress)  # fmt: skip
+                    progress=progress, streaming=config.confirm_streaming,
+                    pilot_runs=config.confirm_pilot_runs,
+                    checkpoint=out / "confirm-stream.json" if config.confirm_streaming
+                    else None)  # fmt: skip
         verdict = "yes" if c.sound else "NO"
-        print(f"confirmation by simulation ({c.runs:,} runs per world): eps_lower "
-              f"{c.eps_lower:.4f} ({c.guarantee})")  # fmt: skip
+        how = "a streaming audit" if config.confirm_streaming else "an in-memory audit"
+        print(f"confirmation by simulation ({c.runs:,} runs per world, {how}): eps_lower "
+              f"{c.eps_lower:.4f} ({c.guarantee}), {c.ratio:.3f} of the exact epsilon")  # fmt: skip
         print(f"  at most the exact epsilon {c.exact_epsilon:.4f} + its error: {verdict}")
+        print(f"  the exact law's decisive event: probability {c.decisive_in:.2e} with the "
+              f"canary, {c.decisive_out:.2e} without (an audit of N runs per world sees "
+              "about N times each)")  # fmt: skip
         if c.certified is not None:
             print(f"  certify_violation of the heuristic at these runs: {c.certified}")
     print(f"wrote {out / 'search.json'}, {out / 'trace.csv'}, {out / 'fields.png'}")

@@ -61,7 +61,14 @@ class SearchConfig:
         cells_per_sd: the search grid's nodes per noise sd (coarse; every reported value
             is recomputed by `last_iterate_epsilon`).
         seed: the random starts' and the baseline's seed.
-        confirm_runs: runs per world of the confirmation by simulation (0: none).
+        confirm_runs: runs per world of the confirmation by simulation (0: none), at most
+            10^8 held in memory, up to 2^32 - 1 with `confirm_streaming`.
+        confirm_streaming: confirm by a streaming audit (`advsim.streaming.audit_streaming`:
+            a pilot plans the tests, the main run is only counted, resumable).
+        confirm_pilot_runs: the streaming audit's pilot, runs per world (default: 10% of
+            `confirm_runs` within [10^4, 2 x 10^7]).
+
+    The `confirm_*` keys decide only the confirmation: a search resumes whatever they are.
     """
 
     steps: int
@@ -89,6 +96,8 @@ class SearchConfig:
     cells_per_sd: float = 3.0
     seed: int = 0
     confirm_runs: int = 0
+    confirm_streaming: bool = False
+    confirm_pilot_runs: int | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -142,8 +151,21 @@ class SearchConfig:
         if cells < 2:
             raise ValueError(f"cells_per_sd must be >= 2, got {cells!r}")
         set_(self, "seed", check_int("seed", self.seed, minimum=0, maximum=2**32 - 1))
+        if not isinstance(self.confirm_streaming, bool):
+            raise ValueError(f"confirm_streaming must be true or false, got {self.confirm_streaming!r}")
+        most = 2**32 - 1 if self.confirm_streaming else 10**8
         set_(self, "confirm_runs", check_int("confirm_runs", self.confirm_runs, minimum=0,
-                                             maximum=10**8))  # fmt: skip
+                                             maximum=most))  # fmt: skip
+        if self.confirm_pilot_runs is not None:
+            if not (self.confirm_streaming and self.confirm_runs):
+                raise ValueError(
+                    "confirm_pilot_runs applies to a streaming confirmation only: set "
+                    f"confirm_streaming = true and confirm_runs > 0, or drop it (got "
+                    f"{self.confirm_pilot_runs!r})"
+                )
+            set_(self, "confirm_pilot_runs", check_int(
+                "confirm_pilot_runs", self.confirm_pilot_runs, minimum=2,
+                maximum=self.confirm_runs))  # fmt: skip
 
     @property
     def budget(self) -> int:
@@ -151,6 +173,10 @@ class SearchConfig:
         if self.random_candidates is not None:
             return self.random_candidates
         return 3 * self.iterations * (len(self.starts) + self.random_starts)
+
+    def search_settings(self) -> dict[str, Any]:
+        """`to_dict` without the `CONFIRM_KEYS`: what a search's state must match to resume."""
+        return {k: v for k, v in self.to_dict().items() if k not in CONFIRM_KEYS}
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (recorded in every result file)."""
@@ -172,6 +198,10 @@ def _check_start(start: str) -> None:
             raise ValueError(f"start {start!r}: write 'quadratic:ALPHA' with a number") from None
     elif arg:
         raise ValueError(f"start {start!r} takes no argument")
+
+
+#: The keys that decide only the confirmation by simulation, not the search.
+CONFIRM_KEYS = ("confirm_runs", "confirm_streaming", "confirm_pilot_runs")
 
 
 def config_from_mapping(data: Mapping[str, Any]) -> SearchConfig:

@@ -34,7 +34,7 @@ from advsim._io import provenance, write_csv, write_json
 from advsim.bounds import bounds_for
 from advsim.exact import last_iterate_epsilon, last_iterate_epsilons
 from advsim.exact._gradient import FixedGridEpsilon
-from advsim.search._config import SearchConfig
+from advsim.search._config import CONFIRM_KEYS, SearchConfig
 from advsim.search._family import Family, build_family
 
 __all__ = ["SearchResult", "search"]
@@ -127,8 +127,10 @@ def _load_state(folder: Path | None, cfg: SearchConfig, resume: bool) -> dict:
             "continue it, or choose another folder"
         )
     state = json.loads(path.read_text())
-    if state["config"] != cfg.to_dict():
-        changed = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
+    saved = {k: v for k, v in state["config"].items() if k not in CONFIRM_KEYS}
+    if saved != cfg.search_settings():
+        now = cfg.search_settings()
+        changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
         raise ValueError(f"{folder} holds a search of another config (differs in {changed})")
     return state
 

@@ -85,6 +85,26 @@ def test_resuming_another_config_is_refused(tiny):
         search(other, tiny.folder, resume=True, progress=False)
 
 
+@pytest.mark.slow  # the README's test command stays under 5 minutes
+def test_a_search_resumes_whatever_its_confirmation_settings(tiny):
+    # The confirm_* keys decide only the confirmation: the search's state is the same.
+    other = SearchConfig(**{**TINY, "confirm_runs": 3 * 10**8, "confirm_streaming": True})
+    again = search(other, tiny.folder, resume=True, progress=False)
+    assert again.exact_epsilon == tiny.exact_epsilon and again.best_from == tiny.best_from
+
+
+@pytest.mark.slow
+def test_cli_search_confirms_by_a_streaming_audit(tmp_path, capsys):
+    cfg = tmp_path / "cell.toml"
+    lines = [f"{k} = {json.dumps(list(v) if isinstance(v, tuple) else v)}" for k, v in TINY.items()]
+    cfg.write_text("[search]\n" + "\n".join(lines) + "\nconfirm_runs = 40000\n"
+                   "confirm_streaming = true\nconfirm_pilot_runs = 4000\n")  # fmt: skip
+    assert main(["search", str(cfg), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "40,000 runs per world, a streaming audit" in out and "decisive event" in out
+    assert (tmp_path / "out" / "confirm-stream.json").exists()
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -95,6 +115,11 @@ def test_resuming_another_config_is_refused(tiny):
         ({"steps": 0}, "steps"),
         ({"span": [1.0, -1.0]}, "lo < hi"),
         ({"counts": "4"}, "counts must be a list"),
+        ({"confirm_runs": 2 * 10**8}, r"confirm_runs must be"),
+        ({"confirm_runs": 10**6, "confirm_pilot_runs": 1000}, "streaming confirmation only"),
+        ({"confirm_runs": 10**6, "confirm_streaming": True, "confirm_pilot_runs": 2 * 10**6},
+         "confirm_pilot_runs"),
+        ({"confirm_streaming": "yes"}, "confirm_streaming must be true or false"),
     ],
 )
 def test_bad_configs_are_refused_before_any_work(changes, message):
