@@ -49,9 +49,12 @@ class SearchConfig:
         search: which fields vary ("canary", "groups", "regularizer").
         per_step: which fields have one row of values per step (else one row).
         jumps: whether the searched fields may jump at their knots.
-        regularizer_bound: the largest |value| of the regularizer's field (and half its
-            largest jump), in the model's units per step; the canary's and the groups'
-            fields range over [-C, C] (jumps [-2C, 2C]), since the engine clips them.
+        regularizer_bound: bounds the regularizer's knot values (|value| <= bound) and its
+            jumps (|jump| <= 2 bound) separately, in the model's units per step; not the
+            field: on one side of a jump the field is value + jump, up to 3 x the bound
+            (`advsim figure machine_found` reports each construction's largest field
+            value). The canary's and the groups' fields range over [-C, C] (jumps
+            [-2C, 2C]) and the engine clips them to C.
         starts: the start names (`START_KINDS`).
         random_starts: how many random members start gradient ascent too.
         iterations: gradient steps per start.
