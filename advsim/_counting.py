@@ -33,14 +33,7 @@ from advsim._io import atomic_path
 from advsim._limits import check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._scores import NonFiniteScoresError
-from advsim._simulate import (
-    BINOMIAL_METHODS,
-    _check_x64,
-    _chunk_scores,
-    _layout,
-    as_key,
-    check_shapes,
-)
+from advsim._simulate import _chunk_scores, _layout, crafted_run
 
 __all__ = ["ThresholdCounts", "check_thresholds", "read_counts_checkpoint", "simulate_counts"]
 
@@ -223,16 +216,7 @@ def simulate_counts(
     thresholds = check_thresholds("thresholds", thresholds)
     if chunk_size is not None:
         chunk_size = check_chunk_size("chunk_size", chunk_size)
-    if binomial not in BINOMIAL_METHODS:
-        raise ValueError(f"binomial must be one of {list(BINOMIAL_METHODS)}, got {binomial!r}")
-    if not isinstance(mechanism, AbstractMechanism):
-        raise TypeError(f"mechanism must be an AbstractMechanism, got {type(mechanism).__name__}")
-    if not isinstance(adversary, AbstractAdversary):
-        raise TypeError(f"adversary must be an AbstractAdversary, got {type(adversary).__name__}")
-    key = as_key(key)
-    crafted = adversary.craft(mechanism)
-    _check_x64(crafted)
-    check_shapes(crafted, adversary, "last")
+    key, crafted = crafted_run(mechanism, adversary, key, "last", binomial)
     fingerprint = _fingerprint(crafted, adversary, runs, key, thresholds)
     k = len(thresholds)
     state = {name: {"done": 0, "counts": [0] * k} for name, _ in _WORLDS}

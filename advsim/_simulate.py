@@ -38,6 +38,7 @@ __all__ = [
     "check_shapes",
     "vector_width",
     "count_samplers",
+    "crafted_run",
     "default_chunk_size",
     "simulate",
     "simulate_world",
@@ -569,6 +570,24 @@ def simulate_world(
     return out
 
 
+def crafted_run(mechanism, adversary, key, release: str, binomial: str) -> tuple:
+    """`(key, crafted mechanism)` of a simulation, everything checked before any run: the
+    binomial method, the two plug-ins' types, the key, float64 where the crafted mechanism
+    needs it and every method's shape (`check_shapes`). Shared by `simulate` and
+    `advsim.simulate_counts`."""
+    if binomial not in BINOMIAL_METHODS:
+        raise ValueError(f"binomial must be one of {list(BINOMIAL_METHODS)}, got {binomial!r}")
+    if not isinstance(mechanism, AbstractMechanism):
+        raise TypeError(f"mechanism must be an AbstractMechanism, got {type(mechanism).__name__}")
+    if not isinstance(adversary, AbstractAdversary):
+        raise TypeError(f"adversary must be an AbstractAdversary, got {type(adversary).__name__}")
+    key = as_key(key)
+    crafted = adversary.craft(mechanism)
+    _check_x64(crafted)
+    check_shapes(crafted, adversary, release)
+    return key, crafted
+
+
 def simulate(
     mechanism: AbstractMechanism,
     adversary: AbstractAdversary,
@@ -632,16 +651,7 @@ def simulate(
         chunk_size = check_chunk_size("chunk_size", chunk_size)
     if release not in ("last", "all"):
         raise ValueError(f"release must be 'last' or 'all', got {release!r}")
-    if binomial not in BINOMIAL_METHODS:
-        raise ValueError(f"binomial must be one of {list(BINOMIAL_METHODS)}, got {binomial!r}")
-    if not isinstance(mechanism, AbstractMechanism):
-        raise TypeError(f"mechanism must be an AbstractMechanism, got {type(mechanism).__name__}")
-    if not isinstance(adversary, AbstractAdversary):
-        raise TypeError(f"adversary must be an AbstractAdversary, got {type(adversary).__name__}")
-    key = as_key(key)
-    crafted = adversary.craft(mechanism)
-    _check_x64(crafted)
-    check_shapes(crafted, adversary, release)
+    key, crafted = crafted_run(mechanism, adversary, key, release, binomial)
     layout = _layout(crafted, release, chunk_size, binomial, trials)
     if progress is None:
         progress = 2 * trials * crafted.steps > 5e7
