@@ -25,7 +25,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
@@ -33,7 +32,7 @@ from advsim._io import atomic_path
 from advsim._limits import check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._scores import NonFiniteScoresError
-from advsim._simulate import _chunk_scores, _layout, crafted_run
+from advsim._simulate import _chunk_scores, _layout, chunk_program_args, crafted_run
 
 __all__ = ["ThresholdCounts", "check_thresholds", "read_counts_checkpoint", "simulate_counts"]
 
@@ -241,9 +240,8 @@ def simulate_counts(
                 "worlds": state,
             })  # fmt: skip
 
-    layout = _layout(crafted, "last", chunk_size, binomial, runs)
-    mesh = Mesh(np.array(layout.devices), ("trials",))
-    sharding = NamedSharding(mesh, PartitionSpec("trials"))
+    layout = _layout(crafted, "last", chunk_size, binomial, runs, adversary)
+    (program_mechanism, rest), _ = chunk_program_args(crafted, layout)
     taus = jnp.asarray(np.asarray(thresholds))
     if progress is None:
         progress = 2 * runs * crafted.steps > 5e7
@@ -277,11 +275,8 @@ def simulate_counts(
             pending = None
             for start in range(int(st["done"]), runs, layout.chunk):
                 n = min(layout.chunk, runs - start)
-                idx = jax.device_put(np.arange(start, start + layout.chunk, dtype=np.uint32),
-                                     sharding)  # fmt: skip
-                counted = _counted_chunk(taus, jnp.int32(n), crafted, adversary, world_key, idx,
-                                         canary, "last", layout.width, layout.samplers, mesh,
-                                         layout.parallel_lanes)  # fmt: skip
+                counted = _counted_chunk(taus, jnp.int32(n), program_mechanism, adversary,
+                                         world_key, np.uint32(start), canary, *rest)  # fmt: skip
                 if pending is not None:
                     collect(*pending)
                 pending = (start, n, counted)

@@ -34,6 +34,9 @@ __all__ = [
     "clip_gradients",
     "dpsgd_update",
     "gathers_sampled_examples",
+    "ANY_STEPS_TIERS",
+    "any_steps_draws",
+    "run_any_steps",
     "run_mechanism",
     "sampled_gradient_sum",
 ]
@@ -338,3 +341,105 @@ def _run_in_segments(mechanism, canary_in, k_noise, k_coin, counts, release, coi
         m, last = advance(m, full * SEGMENT_STEPS, tail)
         parts.append(last)
     return jnp.concatenate(parts, axis=0) if release == "all" else m
+
+
+#: The segment sizes of `run_any_steps`, longest first: a run of T steps takes T // 128
+#: segments of 128 steps, then the rest 16 and then 4 at a time, and its last T mod 4
+#: steps in one more segment of 4 whose steps past T are left unapplied: at most 3 steps
+#: computed in vain, and the longest segments draw their noise as efficiently as
+#: `_run_in_segments`. (A segment of one step compiles to other float roundings than a
+#: longer scan; segments of 4, 16 and 128 give the numbers of `run_mechanism` bit for bit
+#: on the CPU, tests/advsim/test_any_steps.py.)
+ANY_STEPS_TIERS = (SEGMENT_STEPS, 16, 4)
+
+
+def any_steps_draws(mechanism: AbstractMechanism) -> bool:
+    """Whether `run_any_steps` can draw `mechanism`'s randomness step range by step range:
+    its counts need no draw (no groups, or fixed batching) or are Poisson memberships of
+    single examples (`AbstractPerExampleData`, 32 random bits each). Poisson-sampled groups
+    (binomial counts, drawn for all T steps at once) are not: they take the run of
+    `run_mechanism`, compiled for its T."""
+    if mechanism.batching != "poisson" or isinstance(mechanism, AbstractPerExampleData):
+        return True
+    return jax.eval_shape(mechanism.data_counts).shape[0] == 0
+
+
+def run_any_steps(
+    mechanism: AbstractMechanism,
+    canary_in: Bool[Array, ""] | bool,
+    steps: Int[Array, ""],
+    *,
+    key: PRNGKeyArray,
+) -> Float[Array, " d"]:
+    """`run_mechanism(mechanism, canary_in, key=key)` with T a traced value: one compiled
+    program serves runs of any number of steps.
+
+    The run is the very one of `run_mechanism` at `steps` steps: the same keys, the same
+    noise, coins and memberships (drawn range by range from the counter-based generator,
+    `advsim._streams`: element i of a run's stream is the same whatever T) and the same
+    update at every step (`dpsgd_update`). The steps are taken in segments of the sizes in
+    `ANY_STEPS_TIERS`, each size a loop whose trip count is traced. The engine uses it only
+    where the mechanism's methods and the adversary's score do not read T
+    (`advsim._simulate.any_steps_supported`), and passes a mechanism whose `steps` field
+    is a placeholder: nothing here reads `mechanism.steps`.
+
+    Requires `any_steps_draws(mechanism)`, a threefry key and `range_supported` for the
+    model's dtype (the engine checks all three).
+
+    Args:
+        mechanism: the run's mechanism (its `steps` is not read).
+        canary_in: whether this is the world with the canary.
+        steps: T >= 1, an int32 scalar (traced or not).
+        key: the run's key.
+
+    Returns:
+        m_T, shape (d,).
+    """
+    model = mechanism.init_model()
+    dtype, dim = model.dtype, model.shape[-1]
+    k_noise, k_coin, k_count = jax.random.split(key, 3)
+    schedule, present_all = mechanism.canary_schedule, jnp.asarray(canary_in)
+    coins = schedule.sampled and mechanism.batching == "poisson"
+    q = jnp.asarray(mechanism.sampling_prob)
+    members = isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson"
+    group_counts = jnp.asarray(mechanism.data_counts())
+    width = group_counts.shape[0]
+    steps = jnp.asarray(steps, jnp.int32)
+
+    def advance(m, first, size: int, masked: bool = False):  # steps first + 1 .. first + size
+        noise = normal_range(k_noise, first * dim, size * dim, dtype)
+        t = first + jnp.arange(1, size + 1, dtype=jnp.int32)
+        present = schedule.mask(t) & present_all
+        if coins:
+            present = jax.lax.cond(
+                q >= 1.0,
+                lambda: present,
+                lambda: present & _bernoulli(bits_range(k_coin, first, size), q),
+            )
+        if members:  # rows of bernoulli_from_bits(k_count, q, (T, n)): bits t*n .. t*n + n-1
+            bits = bits_range(k_count, first * width, size * width).reshape(size, width)
+            counts = _bernoulli(bits, mechanism.sampling_prob).astype(jnp.int32)
+        else:
+            counts = jnp.broadcast_to(group_counts, (size, width))
+
+        def body(m, xs):
+            j, t_, present_, counts_ = xs
+            noise_ = jax.lax.dynamic_slice(noise, (j * dim,), (dim,))
+            m_next = dpsgd_update(mechanism, m, t_, present_, counts_, noise_)
+            return (jnp.where(t_ <= steps, m_next, m) if masked else m_next), None
+
+        return jax.lax.scan(body, m, (jnp.arange(size), t, present, counts))[0]
+
+    done = jnp.int32(0)
+    for size in ANY_STEPS_TIERS:
+        count = (steps - done) // size
+
+        def segment(k, m, done=done, size=size):
+            return advance(m, done + k * size, size)
+
+        model = jax.lax.fori_loop(0, count, segment, model)
+        done = done + count * size
+    last = ANY_STEPS_TIERS[-1]
+    return jax.lax.cond(
+        done < steps, lambda m: advance(m, done, last, masked=True), lambda m: m, model
+    )

@@ -7,14 +7,16 @@ decide which runs are computed together.
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, PartitionSpec
 from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
@@ -25,14 +27,21 @@ from advsim._binomial import (
     binomial_table,
     binomial_window,
 )
-from advsim._dpsgd import gathers_sampled_examples, run_mechanism
+from advsim._dpsgd import (
+    any_steps_draws,
+    dpsgd_update,
+    gathers_sampled_examples,
+    run_any_steps,
+    run_mechanism,
+)
 from advsim._limits import MAX_SEED, check_chunk_size, check_trials
-from advsim._mechanism import AbstractMechanism, AbstractProjected
+from advsim._mechanism import AbstractMechanism, AbstractPerExampleData, AbstractProjected
 from advsim._scores import NonFiniteScoresError, Scores
-from advsim._streams import SEGMENT_STEPS, in_segments
+from advsim._streams import SEGMENT_STEPS, in_segments, range_supported
 
 __all__ = [
     "BINOMIAL_METHODS",
+    "any_steps_supported",
     "as_key",
     "block_size",
     "check_shapes",
@@ -278,11 +287,17 @@ def _dims(mechanism: AbstractMechanism) -> tuple[int, int]:
     return d, g
 
 
-def _bytes_per_run(mechanism: AbstractMechanism, release: str, drawn: int | None = None) -> int:
+def _bytes_per_run(
+    mechanism: AbstractMechanism, release: str, drawn: int | None = None, any_steps: bool = False
+) -> int:
     """Memory one run needs: noise (T, d), coins and counts (T, g + 1), the trajectory when
     all iterates are released, times 4 for XLA's temporaries (float32). With `drawn`, the
-    noise and coins of only that many steps are held at once (`advsim._streams`)."""
+    noise and coins of only that many steps are held at once (`advsim._streams`); with
+    `any_steps` (the one program for every T, `run_any_steps`) those of one segment,
+    whatever T."""
     d, g = _dims(mechanism)
+    if any_steps:
+        return 4 * 4 * SEGMENT_STEPS * (d + 1 + g)
     steps = mechanism.steps
     held = steps if drawn is None else min(steps, drawn)
     per_run = held * (d + 1) + steps * (g + 1 if drawn is None else g)
@@ -290,15 +305,22 @@ def _bytes_per_run(mechanism: AbstractMechanism, release: str, drawn: int | None
     return 4 * 4 * per_run
 
 
-def block_size(mechanism: AbstractMechanism, release: str = "last") -> int:
+def block_size(
+    mechanism: AbstractMechanism, release: str = "last", any_steps: bool | None = None
+) -> int:
     """Runs in one block, the unit chunks are made of: a power of two <= 1024 whose runs
     fit in `BLOCK_MEMORY_BYTES` (they are computed `vector_width` at a time).
 
-    It depends only on the mechanism's shapes, never on the chunk size or the devices, so
-    run i always sits in the same lane of the same compiled block and its floating-point
+    It depends only on the mechanism's shapes and on whether it runs in the one program
+    for every T (`any_steps`; default: `any_steps_supported(mechanism, None, release)`,
+    where a run holds one segment's draws), never on the chunk size or the devices, so run
+    i always sits in the same lane of the same compiled block and its floating-point
     result is bit-identical whatever the chunking or sharding.
     """
-    fit = max(1, BLOCK_MEMORY_BYTES // _bytes_per_run(mechanism, release))
+    if any_steps is None:
+        any_steps = any_steps_supported(mechanism, None, release)
+    per_run = _bytes_per_run(mechanism, release, any_steps=any_steps)
+    fit = max(1, BLOCK_MEMORY_BYTES // per_run)
     return int(min(1024, 2 ** int(math.floor(math.log2(fit)))))
 
 
@@ -351,29 +373,48 @@ def _on_accelerator(devices) -> bool:
     return devices[0].platform != "cpu"
 
 
+#: Set to "1" to give the CPU the accelerator's layout (every run of a device's share of
+#: a chunk side by side, chunks sized as on an accelerator): the same program structure as
+#: on a GPU, to profile it where none is at hand (`scripts/benchmark_engine.py --layout
+#: accelerator`). The scores are the same either way.
+PARALLEL_LANES_ENV = "ADVSIM_PARALLEL_LANES"
+
+
+def _parallel_lanes(devices) -> bool:
+    """Whether a device computes all its runs of a chunk side by side (`vmap`)."""
+    return _on_accelerator(devices) or os.environ.get(PARALLEL_LANES_ENV) == "1"
+
+
 def simulation_devices(
-    mechanism: AbstractMechanism, release: str = "last", block: int | None = None
+    mechanism: AbstractMechanism,
+    release: str = "last",
+    block: int | None = None,
+    any_steps: bool | None = None,
 ) -> list:
     """The devices `simulate` shards `mechanism`'s runs over: every device in
     `jax.devices()`, but on CPU only the first where one block's working set exceeds
     `SHARD_BLOCK_BYTES`. The scores are the same either way. `block`: the mechanism's
-    `block_size`, where the caller has it already."""
+    `block_size`, where the caller has it already; `any_steps` as in `block_size`."""
     devices = jax.devices()
     if _on_accelerator(devices) or len(devices) == 1:
         return devices
+    if any_steps is None:
+        any_steps = any_steps_supported(mechanism, None, release)
     drawn = SEGMENT_STEPS if in_segments(mechanism.steps) else None
-    block = block_size(mechanism, release) if block is None else block
-    working_set = block * _bytes_per_run(mechanism, release, drawn)
+    block = block_size(mechanism, release, any_steps) if block is None else block
+    working_set = block * _bytes_per_run(mechanism, release, drawn, any_steps)
     return devices if working_set <= SHARD_BLOCK_BYTES else devices[:1]
 
 
-def _blocks_per_device(mechanism: AbstractMechanism, release: str, devices, block: int) -> int:
+def _blocks_per_device(
+    mechanism: AbstractMechanism, release: str, devices, block: int, any_steps: bool
+) -> int:
     """Blocks per device in a default chunk: 16 on CPU; on an accelerator as many blocks of
     `block` runs as fit an eighth of its memory (a power of two, at least one)."""
-    if not _on_accelerator(devices):
+    if not _parallel_lanes(devices):
         return 16
-    fit = _accelerator_chunk_bytes(devices[0]) // _bytes_per_run(mechanism, release)
-    runs = min(ACCELERATOR_MAX_RUNS, fit)
+    per_run = _bytes_per_run(mechanism, release, any_steps=any_steps)
+    runs = min(ACCELERATOR_MAX_RUNS, _accelerator_chunk_bytes(devices[0]) // per_run)
     return max(1, 2 ** int(math.floor(math.log2(max(1, runs // block)))))
 
 
@@ -381,16 +422,101 @@ def default_chunk_size(mechanism: AbstractMechanism, release: str = "last") -> i
     """Runs per host round trip (one compiled chunk, one bar update): 16 blocks per device
     of `simulation_devices` on CPU; on an accelerator, as many runs per device as fit an
     eighth of its memory (at most `ACCELERATOR_MAX_RUNS`)."""
-    block = block_size(mechanism, release)
-    devices = simulation_devices(mechanism, release, block)
-    return _blocks_per_device(mechanism, release, devices, block) * block * len(devices)
+    any_steps = any_steps_supported(mechanism, None, release)
+    block = block_size(mechanism, release, any_steps)
+    devices = simulation_devices(mechanism, release, block, any_steps)
+    return _blocks_per_device(mechanism, release, devices, block, any_steps) * block * len(devices)
+
+
+#: The `steps` the one program for every T sees in place of a run's T (`_placeholder`):
+#: any valid T would do, since `any_steps_supported` holds only where the program does not
+#: depend on it.
+STEPS_PLACEHOLDER = 1_000_003
+
+
+def _placeholder(mechanism: AbstractMechanism) -> AbstractMechanism:
+    """`mechanism` with `STEPS_PLACEHOLDER` for its (static) steps: every T of a mechanism
+    then has one pytree structure, and one compiled program."""
+    params = copy.copy(mechanism.params)
+    object.__setattr__(params, "steps", STEPS_PLACEHOLDER)
+    return eqx.tree_at(lambda m: m.params, mechanism, params)
+
+
+def _probe(mechanism, adversary, model, t, present, counts, noise):
+    """Everything a run's program asks of the mechanism and the adversary but T itself."""
+    m0 = mechanism.init_model()
+    m1 = dpsgd_update(mechanism, model, t, present, counts, noise)
+    score = None if adversary is None else adversary.score(mechanism, m1)
+    return m0, m1, score, mechanism.canary_schedule.mask(t), mechanism.data_counts()
+
+
+def _jaxpr_text(mechanism, adversary) -> tuple | None:
+    """The probe's jaxpr as text, with its constants; None when it cannot be traced."""
+    d, _ = _dims(mechanism)
+    model = jax.eval_shape(mechanism.init_model)
+    counts = jax.eval_shape(mechanism.data_counts)
+    if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":
+        counts = jax.ShapeDtypeStruct(counts.shape, jnp.int32)
+    args = (
+        model,
+        jax.ShapeDtypeStruct((), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.bool_),
+        counts,
+        jax.ShapeDtypeStruct((d,), model.dtype),
+    )
+    try:
+        jaxpr, _, static = eqx.filter_make_jaxpr(_probe)(mechanism, adversary, *args)
+    except Exception:  # noqa: BLE001 (a method that cannot run at the placeholder's T)
+        return None
+    consts = tuple(np.asarray(c).tobytes() + str(np.asarray(c).dtype).encode() for c in jaxpr.consts)
+    return str(jaxpr.jaxpr), consts, repr(static)
+
+
+#: `any_steps_supported`'s answers by structure (`_structure`), at most `_MAX_CHECKED`.
+_ANY_STEPS: dict = {}
+
+
+def any_steps_supported(
+    mechanism: AbstractMechanism, adversary: AbstractAdversary | None, release: str = "last"
+) -> bool:
+    """Whether `simulate` runs `mechanism` (scored by `adversary`) in the one compiled
+    program that serves every T (`advsim._dpsgd.run_any_steps`, T a traced value), rather
+    than in a program compiled for its T.
+
+    It does where the release is the last model, its randomness can be drawn range by
+    range (`any_steps_draws`: no Poisson-sampled groups; the default threefry generator)
+    and nothing the program computes reads T: the traced program of every method the
+    engine calls (`init_model`, `canary_gradient`, `data_gradients`, `data_counts`,
+    `regularizer_gradient`, `step_size`, `project`, the canary schedule's mask) and of the
+    adversary's `score` is the same, constants included, for the mechanism's T and for
+    `STEPS_PLACEHOLDER`. So the one program is used only where it computes exactly what
+    the T-specific program would. A mechanism whose methods read `mechanism.steps` (as a
+    shape, a constant or a Python branch) still runs, compiled once per T;
+    `advsim.testing.check_mechanism` says so.
+    """
+    if release != "last" or not any_steps_draws(mechanism):
+        return False
+    if not range_supported(jax.eval_shape(mechanism.init_model).dtype):
+        return False
+    key = _structure(mechanism, adversary, "any_steps")
+    if key is not None and key in _ANY_STEPS:
+        return _ANY_STEPS[key]
+    here = _jaxpr_text(mechanism, adversary)
+    answer = here is not None and here == _jaxpr_text(_placeholder(mechanism), adversary)
+    if key is not None:
+        if len(_ANY_STEPS) >= _MAX_CHECKED:
+            _ANY_STEPS.clear()
+        _ANY_STEPS[key] = answer
+    return answer
 
 
 class _Layout(NamedTuple):
     """How `simulate_world` lays out a world's runs (the same for both worlds of a call):
     the count samplers, `block_size`, `vector_width`, the chunk (whole blocks on every
-    device), the devices (`simulation_devices`), and whether a device computes its lanes
-    side by side (`vmap`, on an accelerator) or one lane width after another (CPU)."""
+    device), the devices (`simulation_devices`), whether a device computes its lanes side
+    by side (`vmap`, on an accelerator) or one lane width after another (CPU), and the
+    run's T where the one program for every T runs it (`any_steps_supported`; None
+    where the program is compiled for its T)."""
 
     samplers: tuple | None
     block: int
@@ -398,6 +524,15 @@ class _Layout(NamedTuple):
     chunk: int
     devices: tuple
     parallel_lanes: bool = False
+    steps: int | None = None
+
+    def program_inputs(self, mechanism: AbstractMechanism) -> tuple:
+        """`(mechanism, steps)` as the chunk program takes them: the placeholder
+        mechanism and T as a traced int32 for the one program, else the mechanism and
+        None."""
+        if self.steps is None:
+            return mechanism, None
+        return _placeholder(mechanism), jnp.asarray(self.steps, jnp.int32)
 
 
 def _layout(
@@ -406,29 +541,33 @@ def _layout(
     chunk_size: int | None,
     binomial: str,
     trials: int | None = None,
+    adversary: AbstractAdversary | None = None,
 ) -> _Layout:
-    """The layout of `mechanism`'s runs, `block_size` computed once.
+    """The layout of `mechanism`'s runs scored by `adversary`, `block_size` computed once.
 
     The chunk is `chunk_size` rounded up to whole blocks on every device, but never more
     blocks per device than the smallest power of two that holds `trials` runs: a
     simulation smaller than one chunk computes at most twice its runs, not 16 blocks per
     device, in one of five chunk shapes (1, 2, 4, 8 or 16 blocks per device by default).
     """
-    block = block_size(mechanism, release)
-    devices = tuple(simulation_devices(mechanism, release, block))
+    samplers = count_samplers(mechanism, binomial)
+    any_steps = samplers is None and any_steps_supported(mechanism, adversary, release)
+    block = block_size(mechanism, release, any_steps)
+    devices = tuple(simulation_devices(mechanism, release, block, any_steps))
     unit = block * len(devices)
     if chunk_size is None:  # default_chunk_size
-        chunk_size = _blocks_per_device(mechanism, release, devices, block) * unit
+        chunk_size = _blocks_per_device(mechanism, release, devices, block, any_steps) * unit
     units = math.ceil(chunk_size / unit)  # round up to whole blocks on every device
     if trials is not None:
         units = min(units, 2 ** math.ceil(math.log2(math.ceil(trials / unit))))
     return _Layout(
-        samplers=count_samplers(mechanism, binomial),
+        samplers=samplers,
         block=block,
         width=_lane_width(mechanism, block),
         chunk=int(units * unit),
         devices=devices,
-        parallel_lanes=_on_accelerator(devices),
+        parallel_lanes=_parallel_lanes(devices),
+        steps=mechanism.steps if any_steps else None,
     )
 
 
@@ -477,37 +616,70 @@ def _chunk_scores(
     mechanism,
     adversary,
     world_key,
-    indices,
+    start,
     canary_in,
+    steps,
     release,
     width,
     samplers,
     mesh,
-    parallel_lanes=False,
+    parallel_lanes,
+    chunk,
 ):
-    """The scores of the runs `indices`, sharded over `mesh`'s devices along "trials".
+    """The scores of runs `start` .. `start + chunk - 1`, sharded over `mesh`'s devices
+    along "trials"; `steps`: T as a traced int32 for the one program for every T
+    (`run_any_steps`, `mechanism` the placeholder), None for the program of `mechanism`'s
+    own T (`run_mechanism`).
 
-    Each device maps over its own lanes (`shard_map`): left to the partitioner, the
-    `lax.map` over a sharded axis was all-gathered and every device ran every lane (two
-    host devices ran 0.63x as fast as one, measured). With `parallel_lanes` (an
-    accelerator) a device computes all its lanes side by side, `vmap` for `lax.map`: each
-    run's arithmetic is the same elementwise program either way.
+    The run indices are made on the devices (each device its own contiguous share), so a
+    chunk costs the host one call and one copy of its scores. Each device maps over its
+    own lanes (`shard_map`): left to the partitioner, the `lax.map` over a sharded axis
+    was all-gathered and every device ran every lane (two host devices ran 0.63x as fast
+    as one, measured). With `parallel_lanes` (an accelerator) a device computes all its
+    lanes side by side, `vmap` for `lax.map`: each run's arithmetic is the same
+    elementwise program either way.
     """
+    share = chunk // mesh.size
 
     def one(i):
         key = jax.random.fold_in(world_key, i)
-        out = run_mechanism(mechanism, canary_in, key=key, release=release, count_samplers=samplers)
+        if steps is None:
+            out = run_mechanism(
+                mechanism, canary_in, key=key, release=release, count_samplers=samplers
+            )
+        else:
+            out = run_any_steps(mechanism, canary_in, steps, key=key)
         return adversary.score(mechanism, out)
 
-    def local(idx):
+    def local(first):
+        offset = (jax.lax.axis_index("trials") * share).astype(jnp.uint32)
+        idx = first + offset + jnp.arange(share, dtype=jnp.uint32)
         rows, lanes = idx.reshape(-1, width), jax.vmap(one)
         out = jax.vmap(lanes)(rows) if parallel_lanes else jax.lax.map(lanes, rows)
         return out.reshape(-1)
 
-    spec = PartitionSpec("trials")
     # check_vma=False: a mechanism's scan need not mark its carries as device-varying.
-    shard = jax.shard_map(local, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
-    return shard(indices)
+    shard = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=PartitionSpec(),
+        out_specs=PartitionSpec("trials"),
+        check_vma=False,
+    )
+    return shard(jnp.asarray(start, jnp.uint32))
+
+
+def chunk_program_args(
+    mechanism: AbstractMechanism, layout: _Layout, release: str = "last"
+) -> tuple[tuple, Mesh]:
+    """`(the arguments of `_chunk_scores` after `world_key, start, canary_in`, the mesh)`:
+    one place that turns a layout into the chunk program's inputs (`simulate` and
+    `advsim.simulate_counts` share it)."""
+    mesh = Mesh(np.array(layout.devices), ("trials",))
+    program_mechanism, steps = layout.program_inputs(mechanism)
+    rest = (steps, release, layout.width, layout.samplers, mesh, layout.parallel_lanes,
+            layout.chunk)  # fmt: skip
+    return (program_mechanism, rest), mesh
 
 
 def simulate_world(
@@ -526,13 +698,12 @@ def simulate_world(
     """Scores of `trials` runs of one world (no crafting: pass the crafted mechanism).
 
     `layout` (`simulate` passes the one it computed for both worlds) is computed from the
-    mechanism, `release`, `chunk_size` and `binomial` where not given.
+    mechanism, adversary, `release`, `chunk_size` and `binomial` where not given.
     """
     if layout is None:
-        layout = _layout(mechanism, release, chunk_size, binomial, trials)
-    samplers, width, chunk = layout.samplers, layout.width, layout.chunk
-    mesh = Mesh(np.array(layout.devices), ("trials",))
-    sharding = NamedSharding(mesh, PartitionSpec("trials"))
+        layout = _layout(mechanism, release, chunk_size, binomial, trials, adversary)
+    chunk = layout.chunk
+    (program_mechanism, rest), _ = chunk_program_args(mechanism, layout, release)
     out = np.empty(trials, dtype=np.float64)
     canary = jnp.asarray(canary_in)
 
@@ -549,19 +720,8 @@ def simulate_world(
     for start in range(0, trials, chunk):
         # Fixed-shape chunks (one compilation); the tail computes a few extra runs and
         # drops them, which changes nothing since run i depends only on i.
-        idx = np.arange(start, start + chunk, dtype=np.uint32)
-        idx = jax.device_put(idx, sharding)
         scores = _chunk_scores(
-            mechanism,
-            adversary,
-            world_key,
-            idx,
-            canary,
-            release,
-            width,
-            samplers,
-            mesh,
-            layout.parallel_lanes,
+            program_mechanism, adversary, world_key, np.uint32(start), canary, *rest
         )
         if pending is not None:
             collect(*pending)
@@ -652,7 +812,7 @@ def simulate(
     if release not in ("last", "all"):
         raise ValueError(f"release must be 'last' or 'all', got {release!r}")
     key, crafted = crafted_run(mechanism, adversary, key, release, binomial)
-    layout = _layout(crafted, release, chunk_size, binomial, trials)
+    layout = _layout(crafted, release, chunk_size, binomial, trials, adversary)
     if progress is None:
         progress = 2 * trials * crafted.steps > 5e7
     bar = tqdm(total=2 * trials, unit="run", desc="simulate", disable=not progress, leave=False)

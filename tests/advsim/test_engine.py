@@ -338,8 +338,13 @@ def test_block_size_is_power_of_two_at_most_1024(steps, dim, groups, release):
     b = block_size(mech, release)
     assert isinstance(b, int)
     assert _is_power_of_two(b) and b <= 1024
-    # The documented budget: a block of runs fits in BLOCK_MEMORY_BYTES unless b == 1.
-    per_run = 16 * (steps * (dim + groups + 2) + (release == "all") * (steps + 1) * dim)
+    # The documented budget: a block of runs fits in BLOCK_MEMORY_BYTES unless b == 1. A
+    # run of the one program for every T (no Poisson-sampled groups, the last model
+    # released) holds one segment of 128 steps' draws, whatever T.
+    if advsim._simulate.any_steps_supported(mech, None, release):
+        per_run = 16 * 128 * (dim + groups + 1)
+    else:
+        per_run = 16 * (steps * (dim + groups + 2) + (release == "all") * (steps + 1) * dim)
     assert b == 1 or b * per_run <= advsim._simulate.BLOCK_MEMORY_BYTES
     assert b == 1024 or 2 * b * per_run > advsim._simulate.BLOCK_MEMORY_BYTES
 
@@ -353,14 +358,18 @@ def test_block_size_depends_on_shapes_only():
         dict(sampling_prob=1.0, noise_multiplier=30.0),
         dict(sampling_prob=0.3, noise_multiplier=1.0, clip_norm=9.0, learning_rate=1e-3),
         dict(sampling_prob=0.3, noise_multiplier=1.0, canary_schedule=CanarySchedule.only(2)),
-        dict(sampling_prob=0.3, noise_multiplier=1.0, batching="fixed"),
     ]:
         assert block_size(LinearProcess(**base, **kwargs)) == b
+    # Fixed batching draws no counts, so the one program for every T runs it and a run
+    # holds one segment of 128 steps: 16 * 128 * (50 + 3 + 1) bytes, 2^26 / 110592 -> 2^9.
+    fixed = LinearProcess(sampling_prob=0.3, noise_multiplier=1.0, batching="fixed", **base)
+    assert block_size(fixed) == 512
     # Values of the data gradients do not matter either, only their shape.
     ones = dict(base, data_gradients=np.ones((3, 50)))
     assert block_size(LinearProcess(sampling_prob=0.5, noise_multiplier=1.0, **ones)) == b
-    # Shapes do: more steps, a smaller block.
-    assert block_size(LinearProcess(50_000, 0.5, 1.0, dim=50)) < b
+    # Shapes do: more steps, a smaller block (where all T steps' counts are held).
+    more = dict(base, steps=50_000)
+    assert block_size(LinearProcess(sampling_prob=0.5, noise_multiplier=1.0, **more)) < b
 
 
 def test_default_chunk_size_is_whole_blocks_per_device():

@@ -31,9 +31,12 @@ def test_width_depends_on_shapes_only():
     a = LinearProcess(20, 0.1, 1.0, dim=10)
     b = LinearProcess(20, 0.7, 3.0, dim=10, clip_norm=2.0, batching="fixed")
     assert vector_width(a) == vector_width(b) == 512
-    # A larger model in memory: the block shrinks and bounds the width.
-    big = LinearProcess(50_000, 0.1, 1.0, dim=10)
+    # A larger model in memory (Poisson-sampled groups are drawn for all T steps at once):
+    # the block shrinks and bounds the width.
+    big = LinearProcess(50_000, 0.1, 1.0, dim=10, data_gradients=np.zeros((1, 10)))
     assert vector_width(big) == advsim.block_size(big) < 512
+    # Run by the one program for every T, a run holds one segment's draws at any T.
+    assert vector_width(LinearProcess(50_000, 0.1, 1.0, dim=10)) == 512
 
 
 @pytest.mark.slow
