@@ -76,6 +76,14 @@ class AbstractMechanism(eqx.Module):
     #: the family audit's assumption holds; sweeps audit them with "family" by default and
     #: every other mechanism with the assumption-free "eps_delta".
     in_heuristic_family: ClassVar[bool] = False
+    #: Why this class's methods read `steps` (T), for a mechanism that does so by design:
+    #: its model's shape or a constant depends on T. Methods that do not read it (a value
+    #: derived from T can be an array field set in `__init__`) let `simulate` run every T
+    #: of a sweep in one compiled program; the engine finds out itself which case holds
+    #: (`advsim.testing.steps_readers`), and the `one_program` check of
+    #: `advsim.testing.check_mechanism` fails for a class that reads T without saying why
+    #: here.
+    reads_steps: ClassVar[str | None] = None
 
     def in_heuristic_family_exactly(self) -> bool:
         """Whether this instance's last model is exactly in the heuristic's family (the

@@ -52,6 +52,7 @@ __all__ = [
     "simulate",
     "simulate_world",
     "simulation_devices",
+    "steps_readers",
 ]
 
 #: Upper bound on the memory one block of runs may take.
@@ -450,26 +451,76 @@ def _probe(mechanism, adversary, model, t, present, counts, noise):
     return m0, m1, score, mechanism.canary_schedule.mask(t), mechanism.data_counts()
 
 
-def _jaxpr_text(mechanism, adversary) -> tuple | None:
-    """The probe's jaxpr as text, with its constants; None when it cannot be traced."""
+def _probe_args(mechanism) -> tuple:
+    """Shapes of the probe's traced arguments: m, t, the canary's presence, counts, noise."""
     d, _ = _dims(mechanism)
     model = jax.eval_shape(mechanism.init_model)
     counts = jax.eval_shape(mechanism.data_counts)
     if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":
         counts = jax.ShapeDtypeStruct(counts.shape, jnp.int32)
-    args = (
+    return (
         model,
         jax.ShapeDtypeStruct((), jnp.int32),
         jax.ShapeDtypeStruct((), jnp.bool_),
         counts,
         jax.ShapeDtypeStruct((d,), model.dtype),
     )
+
+
+def _jaxpr_text(fn, *args) -> tuple | None:
+    """`fn(*args)`'s jaxpr as text with its constants (arrays and ShapeDtypeStructs traced,
+    the rest static); None when it cannot be traced."""
     try:
-        jaxpr, _, static = eqx.filter_make_jaxpr(_probe)(mechanism, adversary, *args)
+        jaxpr, _, static = eqx.filter_make_jaxpr(fn)(*args)
     except Exception:  # noqa: BLE001 (a method that cannot run at the placeholder's T)
         return None
-    consts = tuple(np.asarray(c).tobytes() + str(np.asarray(c).dtype).encode() for c in jaxpr.consts)
+    consts = tuple(
+        (np.asarray(c).tobytes(), str(np.asarray(c).dtype), np.shape(c)) for c in jaxpr.consts
+    )
     return str(jaxpr.jaxpr), consts, repr(static)
+
+
+def _same_program(fn, mechanism, *args) -> bool:
+    """Whether `fn(mechanism, *args)` traces to the same program at the mechanism's T and
+    at `STEPS_PLACEHOLDER`."""
+    here = _jaxpr_text(fn, mechanism, *args)
+    return here is not None and here == _jaxpr_text(fn, _placeholder(mechanism), *args)
+
+
+def steps_readers(
+    mechanism: AbstractMechanism, adversary: AbstractAdversary | None = None
+) -> tuple[str, ...]:
+    """The methods the engine calls whose traced program reads `mechanism.steps` (T as a
+    shape, a constant or a Python branch), by name (`"ClassName.method"`); empty where
+    one program serves every T (`any_steps_supported`).
+
+    Each method is traced (no compilation) at the mechanism's T and at
+    `STEPS_PLACEHOLDER`, and named when the two programs differ.
+    """
+    model, t, present, counts, noise = _probe_args(mechanism)
+    calls = {
+        "init_model": (lambda m: m.init_model(),),
+        "canary_gradient": (lambda m, x, s: m.canary_gradient(x, s), model, t),
+        "data_gradients": (lambda m, x, s: m.data_gradients(x, s), model, t),
+        "data_counts": (lambda m: m.data_counts(),),
+        "regularizer_gradient": (lambda m, x, s: m.regularizer_gradient(x, s), model, t),
+        "step_size": (lambda m, s: m.step_size(s), t),
+        "canary_schedule.mask": (lambda m, s: m.canary_schedule.mask(s), t),
+    }
+    if gathers_sampled_examples(mechanism):
+        index = jax.ShapeDtypeStruct((mechanism.max_batch_size,), jnp.int32)
+        calls["example_gradients"] = (lambda m, x, i, s: m.example_gradients(x, i, s), model,
+                                      index, t)  # fmt: skip
+    if isinstance(mechanism, AbstractProjected):
+        calls["project"] = (lambda m, x: m.project(x), model)
+    name = type(mechanism).__name__
+    out = [f"{name}.{k}" for k, (fn, *args) in calls.items() if not _same_program(fn, mechanism, *args)]
+    if adversary is not None:
+        score = (lambda m, a, x: a.score(m, x))
+        if not _same_program(score, mechanism, adversary, model):
+            out.append(f"{type(adversary).__name__}.score")
+    del present, counts, noise
+    return tuple(out)
 
 
 #: `any_steps_supported`'s answers by structure (`_structure`), at most `_MAX_CHECKED`.
@@ -501,8 +552,7 @@ def any_steps_supported(
     key = _structure(mechanism, adversary, "any_steps")
     if key is not None and key in _ANY_STEPS:
         return _ANY_STEPS[key]
-    here = _jaxpr_text(mechanism, adversary)
-    answer = here is not None and here == _jaxpr_text(_placeholder(mechanism), adversary)
+    answer = _same_program(_probe, mechanism, adversary, *_probe_args(mechanism))
     if key is not None:
         if len(_ANY_STEPS) >= _MAX_CHECKED:
             _ANY_STEPS.clear()

@@ -38,7 +38,7 @@ two agree and that no repeater gradient is ever clipped.
 from __future__ import annotations
 
 import math
-from typing import Literal, Unpack
+from typing import ClassVar, Literal, Unpack
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -117,6 +117,7 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
 
     params: DPSGDParams
     encoding: Literal["threshold", "amplify"] = eqx.field(static=True)
+    reads_steps: ClassVar[str | None] = "the model has one coordinate per step (T + 1)"
     threshold: np.ndarray
     amplification: np.ndarray
     expected_batch: np.ndarray

@@ -23,7 +23,8 @@ lets hypothesis search the parameter space for a violation:
   `construction_batches` (batches for one vmapped exact call), the check
   `assert_exact_below` and the Neyman-Pearson adversary `ExactLikelihoodScore`;
 - the contract every mechanism and adversary satisfies, as checks to run on a user's own
-  class: `check_mechanism` (shapes, the engine's clipping to lr * C, accounting,
+  class: `check_mechanism` (shapes, the engine's clipping to lr * C, accounting, one
+  compiled program for every T (`steps_readers` names the methods that read T),
   determinism, finite scores, chunk-size invariance) and `check_adversary` (craft, shapes,
   one scalar score per run, determinism, finite scores, the sign: higher means "canary
   in"), which raise an AssertionError naming the check that failed (`MECHANISM_CHECKS`,
@@ -53,6 +54,7 @@ except ImportError as err:  # pragma: no cover - only without the test extras
         'advsim.testing needs hypothesis: pip install "advsim[test]" (or pip install hypothesis)'
     ) from err
 
+from advsim._simulate import steps_readers
 from advsim.testing._checks import (
     Calibration,
     assert_audit_below,
@@ -147,4 +149,5 @@ __all__ = [
     "scalar_fields",
     "simulation_sampler",
     "steps",
+    "steps_readers",
 ]

@@ -15,6 +15,10 @@ Mechanism checks (`MECHANISM_CHECKS`):
   data group does, whatever gradients the mechanism returns; run under `eqx.filter_jit`,
   so every method is jittable;
 - `"accounting"`: `accounting()` agrees with the canary schedule and the batching;
+- `"one_program"`: no method the engine calls, nor the adversary's `score`, reads `steps`
+  (`steps_readers`: each is traced at the mechanism's T and at another, and the two
+  programs compared), so `simulate` runs every T in one compiled program; a class that
+  reads T by design passes when it says why (`reads_steps`);
 - `"determinism"`: the same key gives identical scores, another key different ones;
 - `"finite"`: every score is finite, one per run;
 - `"chunking"`: the scores do not depend on the chunk size, bit for bit: one block per
@@ -51,7 +55,7 @@ import scipy.stats
 
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, Scores
-from advsim._simulate import check_shapes
+from advsim._simulate import check_shapes, steps_readers
 from advsim.adversaries import ProjectionScore
 
 __all__ = [
@@ -62,7 +66,15 @@ __all__ = [
     "check_mechanism",
 ]
 
-MECHANISM_CHECKS = ("shapes", "clipping", "accounting", "determinism", "finite", "chunking")
+MECHANISM_CHECKS = (
+    "shapes",
+    "clipping",
+    "accounting",
+    "one_program",
+    "determinism",
+    "finite",
+    "chunking",
+)
 """The checks of `check_mechanism`, in the order they run."""
 ADVERSARY_CHECKS = ("craft", "shapes", "determinism", "finite", "sign")
 """The checks of `check_adversary`, in the order they run."""
@@ -212,6 +224,19 @@ def _check_accounting(mechanism: AbstractMechanism) -> None:
         )
 
 
+def _check_one_program(mechanism: AbstractMechanism, adversary: AbstractAdversary) -> None:
+    readers = steps_readers(mechanism, adversary)
+    declared = type(mechanism).reads_steps
+    if readers and not declared:
+        raise AssertionError(
+            f"{', '.join(readers)} read(s) `steps` (T as a shape, a constant or a Python "
+            "branch), so every T compiles its own simulation program (a sweep over T "
+            "compiles once per cell). Keep T out of the methods the engine calls (a value "
+            "derived from T can be an array field set in __init__), or say why the class "
+            "needs it: reads_steps: ClassVar[str] = '<why>'"
+        )
+
+
 def _check_determinism(runs: _Runs, distinct: bool) -> None:
     first, again = runs(runs.seed), runs.fresh(runs.seed)
     for world in ("canary_in", "canary_out"):
@@ -281,6 +306,7 @@ def check_mechanism(
     runs = _Runs(mechanism, adversary, trials, seed, "last")
     table = {
         "shapes": lambda: _check_mechanism_shapes(mechanism),
+        "one_program": lambda: _check_one_program(mechanism, adversary),
         "clipping": lambda: _check_clipping(mechanism),
         "accounting": lambda: _check_accounting(mechanism),
         "determinism": lambda: _check_determinism(runs, distinct=True),

@@ -15,6 +15,8 @@ never inserted: its gradient is zero and has no direction):
   example, whatever gradients the mechanism returns (checked on `dpsgd_update`, the step
   `simulate` runs, not on the clipping helper);
 - `accounting()` agrees with the canary schedule and the batching;
+- no method reads `steps`, so one compiled program serves every T (or the class says why
+  it reads T, `reads_steps`: MaliciousRepeaters, whose model has a coordinate per step);
 - the same key gives identical scores, a different key different ones;
 - the scores are finite, one per run;
 - the scores do not depend on the chunk size (bit for bit; slow).
