@@ -272,17 +272,24 @@ def run_mechanism(
     # the bits flat) and sliced per step in the scan: under vmap on CPU, a (T, d) array with
     # d not a multiple of 8 (d = 10, 12, 30) cost 3-5x more per normal to draw and to scan
     # over (measured: 26-55 ns per normal at d = 10 against 8 ns flat).
-    noise = jax.random.normal(k_noise, (steps * dim,), dtype)
+    # Where the generator allows, the same numbers through `advsim._streams`' written-out
+    # hash, which XLA fuses (JAX's own is a rolled loop on the CPU).
+    streamed = range_supported(dtype) and _threefry(key)
+    if streamed:
+        noise = normal_range(k_noise, 0, steps * dim, dtype)
+    else:
+        noise = jax.random.normal(k_noise, (steps * dim,), dtype)
     present = schedule.mask(t) & jnp.asarray(canary_in)
     if coins:
         # At q = 1 every coin is heads: the bits are not drawn (a third of a run's random
         # bits at d = 1). q is the same in every run of a batch, so under vmap this stays a
         # branch, and the numbers are the ones the draw would give.
-        present = jax.lax.cond(
-            q >= 1.0,
-            lambda: present,
-            lambda: present & bernoulli_from_bits(k_coin, q, (steps,)),
-        )
+        def draw():
+            if streamed:
+                return _bernoulli(bits_range(k_coin, 0, steps), q)
+            return bernoulli_from_bits(k_coin, q, (steps,))
+
+        present = jax.lax.cond(q >= 1.0, lambda: present, lambda: present & draw())
 
     def body(m, xs):
         t_, present_, counts_ = xs

@@ -44,6 +44,20 @@ def test_a_stretch_of_the_normals_is_the_slice_of_the_whole(dtype, start, size, 
     np.testing.assert_array_equal(got, whole[start : start + size])
 
 
+def test_the_written_out_hash_is_jaxs_threefry():
+    # advsim._streams writes threefry-2x32's 20 rounds out (XLA fuses them); the reference
+    # is JAX's own hash, on random keys and counters (both words, high counters included).
+    from jax.extend.random import threefry_2x32
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        k0, k1 = (np.uint32(v) for v in rng.integers(0, 2**32, 2))
+        x = jnp.asarray(rng.integers(0, 2**32, 2 * 257), jnp.uint32)
+        ours = streams._threefry2x32(jnp.uint32(k0), jnp.uint32(k1), x[:257], x[257:])
+        theirs = threefry_2x32((jnp.uint32(k0), jnp.uint32(k1)), x)
+        np.testing.assert_array_equal(np.concatenate([np.asarray(w) for w in ours]), theirs)
+
+
 def test_the_generator_in_use_is_supported_and_others_are_not():
     assert streams.range_supported(jnp.float32)
     jax.config.update("jax_threefry_partitionable", False)
