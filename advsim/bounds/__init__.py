@@ -8,8 +8,8 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `mixture_*`: the same exact computation for any $\mathcal{N}(X, s^2)$ against
   $\mathcal{N}(0, s^2)$ with $X \ge 0$ finite (e.g. the quadratic-regularizer example of
   Section 4.2 there).
-- `composition_*`, `calibrate_noise_multiplier`: every iterate released, by
-  dp_accounting's PLD accountant.
+- `composition_*`, `calibrate_noise_multiplier` (`calibrate_noise_multipliers`: several
+  horizons at once): every iterate released, by dp_accounting's PLD accountant.
 - `gdp_*`, `full_batch_epsilon`: Gaussian DP (Corollary 2.13 of arXiv:1905.02383) and
   full-batch DP-GD (Appendix B of arXiv:2410.06186).
 - `composition_tradeoff_curve`, `linear_loss_tradeoff`, `gdp_tradeoff`: trade-off curves
@@ -37,9 +37,9 @@ $\mathcal{N}(0, s^2)$ with $X = \sum_t \eta_t b_t$, $s = \sigma\sqrt{\sum_t \eta
 composition and full batch do not depend on it; the bounds that assume one rate refuse it.
 """
 
+from advsim.bounds._calibrate import calibrate_noise_multiplier, calibrate_noise_multipliers
 from advsim.bounds._composition import (
     bounds_for,
-    calibrate_noise_multiplier,
     composition_delta,
     composition_epsilon,
 )
@@ -102,6 +102,7 @@ __all__ = [
     "binomial_mixture",
     "bounds_for",
     "calibrate_noise_multiplier",
+    "calibrate_noise_multipliers",
     "composition_delta",
     "composition_epsilon",
     "composition_curve_lower",

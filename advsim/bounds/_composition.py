@@ -21,22 +21,30 @@ $\delta = 10^{-5}$), and 3e-9 for $q = 1$ ($T = 10^3$, $\sigma = 30$, checked ag
 exact Gaussian value).
 
 Speed: one step's PLD is built by `advsim.bounds._pld_fast` (dp_accounting's arithmetic on
-the whole grid at once, bit for bit its PMF), then composed and read by dp_accounting.
-$T = 1000$ at $q = 0.01$, $\sigma = 0.6$ takes about 0.7 s, $T = 1$ at $\sigma = 0.34$
-0.8 s; smaller $\sigma$ widens the privacy-loss grid (about $1/\sigma^2$ points) and
-costs more. Epsilons are cached per $(q, \sigma, n, \text{grid}, \delta)$, the last few
-PLDs per $(q, \sigma, n, \text{grid})$, and calibrated noise multipliers per their
-arguments, so `bounds_for` after `calibrate_noise_multiplier` (as `advsim audit` and
-sweeps with `target_epsilon` do) reads the composition epsilon the calibration found.
+the whole grid at once, bit for bit its PMF); the self-composition, the composition with
+the identity and the epsilon reading are dp_accounting's too, with its three Python-level
+loops done on arrays (`_composed_pld`, `_pld_epsilon_for_delta`; the same floats, see
+there and `tests/advsim/test_bounds_calibrate.py`). $T = 1000$ at $q = 0.01$,
+$\sigma = 0.59$ takes 0.21 s of CPU, $T = 1$ at $\sigma = 0.34$ 0.23 s (0.45 and 0.61 s
+through dp_accounting's own loops; measured on a 2-core machine busy with other jobs);
+a third of it is the step's PLD, a third the FFTs; smaller $\sigma$ widens the
+privacy-loss grid (about $1/\sigma^2$ points) and costs more. Epsilons are cached per
+$(q, \sigma, n, \text{grid}, \delta)$ and the last few PLDs per
+$(q, \sigma, n, \text{grid})$, so `bounds_for` after a calibration
+(`advsim.bounds.calibrate_noise_multiplier`, as `advsim audit` and sweeps with
+`target_epsilon` do) reads the composition epsilon the calibration found.
 """
 
 from __future__ import annotations
 
 import collections
 import math
+import threading
 
+import numpy as np
+from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from scipy.optimize import brentq
+from scipy import fft, signal, special
 from tqdm.auto import tqdm
 
 from advsim._accounting import Accounting
@@ -45,27 +53,26 @@ from advsim._validation import (
     check_nonnegative,
     check_positive,
 )
-from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon, gdp_mu
+from advsim.bounds._gdp import full_batch_epsilon, gdp_delta, gdp_epsilon
 from advsim.bounds._heuristic import heuristic_epsilon
-from advsim.bounds._pld_fast import check_grid, composed_pld, grid_size, smallest_sigma
+from advsim.bounds._pld_fast import check_grid, gaussian_pld, grid_size
 from advsim.bounds._run import run_parameters
 
 __all__ = [
     "bounds_for",
-    "calibrate_noise_multiplier",
     "composition_delta",
     "composition_epsilon",
 ]
 
 _VDI = 1e-4
-# The coarsest grid of the calibration's search (see calibrate_noise_multiplier).
-_COARSE_VDI = 1e-2
-# Seconds per grid point of one PLD run (build, compose, read), measured on the 2-core
-# machine of README's Speed section (0.8 s for the 8.6e5 points of T = 1, sigma = 0.34);
-# only for the progress bars' up-front estimates.
-_SECONDS_PER_POINT = 1e-6
+# Seconds per grid point of one PLD run (build, compose, read), measured on a 2-core
+# machine (0.23-0.3 s for the 5.6e5 points of T = 1, sigma = 0.34); only for the progress
+# bars' up-front estimates.
+_SECONDS_PER_POINT = 5e-7
 # Show a progress bar by default when a call is expected to take longer than this.
 _PROGRESS_SECONDS = 5.0
+# dp_accounting's default tail_mass_truncation of PLD.self_compose and PLD.compose.
+_TAIL = 1e-15
 
 
 class DeltaOutOfReachError(ValueError, RuntimeError):
@@ -83,21 +90,34 @@ def _check(steps, sampling_prob, noise_multiplier, canary_steps, value_discretiz
 
 
 class _LRU(collections.OrderedDict):
-    """A small least-recently-used cache (a dict that forgets its oldest entries)."""
+    """A small least-recently-used cache (a dict that forgets its oldest entries), safe to
+    share between threads (the calibration of several horizons runs two at once); a value
+    is computed outside the lock, so two threads may compute the same one."""
 
     def __init__(self, maxsize: int):
         super().__init__()
         self.maxsize = maxsize
+        self.lock = threading.Lock()
+
+    def lookup(self, key):
+        """`(True, value)` for a cached key (now the most recent), else `(False, None)`."""
+        with self.lock:
+            if key in self:
+                self.move_to_end(key)
+                return True, self[key]
+        return False, None
+
+    def put(self, key, value):
+        with self.lock:
+            self[key] = value
+            self.move_to_end(key)
+            while len(self) > self.maxsize:
+                self.popitem(last=False)
+        return value
 
     def get_or(self, key, compute):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = compute()
-        self[key] = value
-        while len(self) > self.maxsize:
-            self.popitem(last=False)
-        return value
+        found, value = self.lookup(key)
+        return value if found else self.put(key, compute())
 
 
 # PLDs are large (up to ~10^7 floats): keep the last few small ones; epsilons and
@@ -111,16 +131,225 @@ _CALIBRATED = _LRU(1024)
 _PLD_CACHE_POINTS = 5_000_000
 
 
+# ------------------------------------------------------------------------------------------
+# dp_accounting's composition and epsilon, with its Python-level loops done on arrays.
+#
+# `composed_pld` (advsim.bounds._pld_fast) follows PLDAccountant: the step's PLD, then
+# `PrivacyLossDistribution.self_compose(n)` and `identity().compose(...)`; reading epsilon is
+# `get_epsilon_for_delta`. Three parts of those are Python loops or per-call overhead:
+# the Chernoff truncation bounds of the self-composition (scipy's `logsumexp` at 40 orders,
+# 0.3 s of a 0.4 s self-composition at sigma = 0.34), the tail truncation after composing
+# with the identity (a loop over the grid) and the epsilon reading (a loop over the grid).
+# Below, each is computed so that the result is the same floats: the FFTs are dp_accounting's
+# expressions verbatim, running sums are `np.cumsum` (a sequential accumulation, the same
+# additions in the same order as the loops), exponentials are `math.exp` as there, and
+# approximations only locate an integer (a bound's rounding, a loop's stopping index) where
+# it is unambiguous, with dp_accounting's own expression evaluated wherever it is not.
+
+# A bound on |approximate - scipy logsumexp| of a log moment generating function below:
+# both are within ~2e-14 of the exact value (terms exp(a) with |a| <= 20 and 20
+# multiplications, a pairwise sum of positive terms), so 1e-12 leaves a 50-fold margin.
+_LOG_MGF_ERROR = 1e-12
+# Relative margin around a stopping test log(x) >= loss, where np.log stands in for
+# math.log (they differ by at most an ulp or two).
+_LOG_MARGIN = 1e-13
+# Losses per block of the epsilon reading (it usually stops in the top half of the grid).
+_READ_BLOCK = 32768
+
+
+def _self_convolve_bounds(probs: np.ndarray, n: int) -> tuple[int, int]:
+    r"""`common.compute_self_convolve_bounds(probs, n, _TAIL)`, the same integers.
+
+    There the log moment generating function at the orders $\pm k/L$, $k = 1..20$ ($L$ the
+    length), is scipy's `logsumexp`; here $\sum_i p_i x_i^{\pm k}$ with
+    $x_i = e^{i/L}$ by repeated multiplication (40 passes over the array instead of 40
+    `logsumexp` calls), which is within `_LOG_MGF_ERROR` of it. Each Chernoff bound's
+    ceiling (floor) is taken from the approximation where it cannot change within that
+    error; otherwise, and for PMFs with negative entries, from scipy's `logsumexp` itself.
+    """
+    length = len(probs)
+    upper, lower = (length - 1) * n, 0
+    # dp_accounting's orders: -20/L, ..., -1/L, 1/L, ..., 20/L.
+    orders = np.concatenate((np.arange(-20, 0), np.arange(1, 21))) / length
+    sums = np.full(len(orders), np.nan)
+    if np.all(probs >= 0):
+        ramp = np.arange(length) * (1.0 / length)
+        for sign in (-1, 1):
+            x = np.exp(sign * ramp)
+            terms = np.array(probs, dtype=np.float64)
+            for k in range(1, 21):
+                terms *= x
+                sums[20 - k if sign < 0 else 19 + k] = terms.sum()
+    log_two_over_tail = math.log(2 / _TAIL)
+    for order, total in zip(orders, sums, strict=True):
+        rounding = math.ceil if order > 0 else math.floor
+        bound = None
+        if total > 0 and math.isfinite(total):
+            approx = (n * math.log(total) + log_two_over_tail) / order
+            err = n * _LOG_MGF_ERROR / abs(order) + 1e-13 * abs(approx) + 1e-9
+            if math.isfinite(approx) and rounding(approx - err) == rounding(approx + err):
+                bound = rounding(approx)
+        if bound is None:  # dp_accounting's expression
+            log_mgf = special.logsumexp(np.arange(length) * order, b=probs)
+            exact = (n * log_mgf + log_two_over_tail) / order
+            if not math.isfinite(exact):
+                continue
+            bound = rounding(exact)
+        if order > 0:
+            upper = min(upper, bound)
+        else:
+            lower = max(lower, bound)
+    return lower, upper
+
+
+def _self_compose(pmf: pld_pmf.PLDPmf, n: int) -> pld_pmf.PLDPmf:
+    """`pmf.self_compose(n)` (tail truncation `_TAIL`), the same PMF."""
+    if not isinstance(pmf, pld_pmf.DensePLDPmf):
+        return pmf.self_compose(n, _TAIL)  # sparse: at most 1000 points
+    probs = pmf._probs  # noqa: SLF001
+    lower, upper = _self_convolve_bounds(probs, n)
+    # common.self_convolve, verbatim.
+    output_len = upper - lower + 1
+    fast_len = fft.next_fast_len(max(output_len, len(probs)))
+    out = np.real(fft.ifft(fft.fft(probs, fast_len) ** n))
+    out = np.roll(out, -lower)[:output_len]
+    # DensePLDPmf.self_compose, verbatim.
+    inf_prob = _TAIL - math.expm1(n * math.log1p(-pmf._infinity_mass))  # noqa: SLF001
+    return pld_pmf.DensePLDPmf(
+        pmf._discretization,  # noqa: SLF001
+        pmf._lower_loss * n + lower,  # noqa: SLF001
+        np.array(out),
+        inf_prob,
+        pmf._pessimistic_estimate,  # noqa: SLF001
+    )
+
+
+def _prefix_to_truncate(probs: np.ndarray, threshold: float) -> int:
+    """The loop `_find_prefix_to_truncate` of `pld_pmf._truncate_tails`: the first index
+    where the running sum exceeds threshold (the length if none)."""
+    above = np.flatnonzero(np.cumsum(probs) > threshold)
+    return int(above[0]) if above.size else len(probs)
+
+
+def _compose(pmf1: pld_pmf.PLDPmf, pmf2: pld_pmf.PLDPmf) -> pld_pmf.PLDPmf:
+    """`pld_pmf.compose_pmfs(pmf1, pmf2, _TAIL)`, the same PMF."""
+    sparse = isinstance(pmf1, pld_pmf.SparsePLDPmf) and isinstance(pmf2, pld_pmf.SparsePLDPmf)
+    if sparse or not pmf1._pessimistic_estimate:  # noqa: SLF001 (small; never optimistic here)
+        return pld_pmf.compose_pmfs(pmf1, pmf2, _TAIL)
+    a, b = pmf1.to_dense_pmf(), pmf2.to_dense_pmf()
+    # DensePLDPmf.compose and _truncate_tails (pessimistic), verbatim but for the loops.
+    probs = signal.fftconvolve(a._probs, b._probs)  # noqa: SLF001
+    inf_a, inf_b = a._infinity_mass, b._infinity_mass  # noqa: SLF001
+    infinity_mass = inf_a + inf_b - inf_a * inf_b
+    left = _prefix_to_truncate(probs, _TAIL / 2)
+    right = len(probs) - _prefix_to_truncate(np.flip(probs), _TAIL / 2)
+    right = max(right, left + 1)
+    left_mass, right_mass = np.sum(probs[:left]), np.sum(probs[right:])
+    truncated = probs[left:right]
+    truncated[0] += left_mass
+    return pld_pmf.DensePLDPmf(
+        a._discretization,  # noqa: SLF001
+        a._lower_loss + b._lower_loss + left,  # noqa: SLF001
+        truncated,
+        infinity_mass + right_mass,
+        True,
+    )
+
+
+def _composed_pld(q: float, sigma: float, n: int, vdi: float, bar=None):
+    """`advsim.bounds._pld_fast.composed_pld(q, sigma, n, vdi)`: what PLDAccountant holds
+    after n Poisson-subsampled Gaussian steps ($q < 1$), the same PLD; `bar`, if given, is
+    advanced by one after each of the three stages."""
+    step = gaussian_pld(sigma, q, vdi)
+    if bar is not None:
+        bar.update(1)
+    pmfs = [_self_compose(p, n) for p in (step._pmf_remove, step._pmf_add)]  # noqa: SLF001
+    if bar is not None:
+        bar.update(1)
+    # identity(vdi).compose(...): the identity is symmetric, the step's PLD is not.
+    identity = pld_lib.identity(value_discretization_interval=vdi)._pmf_remove  # noqa: SLF001
+    out = pld_lib.PrivacyLossDistribution(*(_compose(identity, p) for p in pmfs))
+    if bar is not None:
+        bar.update(1)
+    return out
+
+
+def _pmf_epsilon_for_delta(pmf: pld_pmf.PLDPmf, delta: float) -> float:
+    """`pmf.get_epsilon_for_delta(delta)`, the same float.
+
+    dp_accounting's `_get_epsilon_for_delta` walks the losses from the top, adding each
+    probability to an upper mass and `math.exp(-loss) * prob` to a lower mass, and stops
+    at the first loss with `log((upper - delta) / lower) >= loss`. Here the losses
+    (`itertools.count`'s repeated subtraction) and both masses are `np.cumsum`s of the same
+    terms (continued from block to block: the same sequential additions), the stopping test
+    is evaluated on blocks of `_READ_BLOCK` losses (`np.log`, with `math.log` wherever it is
+    within `_LOG_MARGIN` of a tie) until it holds, and the value is read as there.
+    """
+    if not isinstance(pmf, pld_pmf.DensePLDPmf):
+        return pmf.get_epsilon_for_delta(delta)
+    infinity_mass = pmf._infinity_mass  # noqa: SLF001
+    if infinity_mass > delta:
+        return math.inf
+    probs = pmf._probs[::-1]  # noqa: SLF001
+    m, step = len(probs), -pmf._discretization  # noqa: SLF001
+    # losses[j]: the j-th loss from the top; upper[j], lower[j]: the masses before step j
+    # (upper[m], lower[m]: after the last); filled block by block.
+    losses, upper, lower = np.empty(m), np.empty(m + 1), np.empty(m + 1)
+    top = (pmf._lower_loss + m - 1) * pmf._discretization  # noqa: SLF001
+    upper[0], lower[0] = infinity_mass, 0.0
+    end = m
+    for start in range(0, m, _READ_BLOCK):
+        stop = min(m, start + _READ_BLOCK)
+        first = top if start == 0 else losses[start - 1] + step
+        losses[start:stop] = np.cumsum(np.concatenate(([first], np.full(stop - start - 1, step))))
+        loss = losses[start:stop]
+        upper[start : stop + 1] = np.cumsum(
+            np.concatenate((upper[start : start + 1], probs[start:stop]))
+        )
+        terms = np.fromiter(map(math.exp, (-loss).tolist()), np.float64, stop - start)
+        block = np.concatenate((lower[start : start + 1], terms * probs[start:stop]))
+        lower[start : stop + 1] = np.cumsum(block)
+        u, low = upper[start:stop], lower[start:stop]
+        valid = (u > delta) & (low > 0)
+        with np.errstate(all="ignore"):
+            test = np.log((u - delta) / low) - loss
+        margin = _LOG_MARGIN * np.maximum(np.abs(loss), 1.0)
+        holds = valid & (test > margin)
+        for j in np.flatnonzero(valid & (np.abs(test) <= margin)):
+            holds[j] = math.log((u[j] - delta) / low[j]) >= loss[j]
+        hits = np.flatnonzero(holds)
+        if hits.size:
+            end = start + int(hits[0])
+            break
+    # The loop's early return: after adding step j < end, upper >= delta with lower == 0.
+    zero = np.flatnonzero((upper[1 : end + 1] >= delta) & (lower[1 : end + 1] == 0))
+    if zero.size:
+        return max(0, losses[zero[0]])
+    mass_upper, mass_lower = upper[end], lower[end]
+    if mass_upper <= mass_lower + delta:
+        return 0
+    return math.log((mass_upper - delta) / mass_lower)
+
+
+def _pld_epsilon_for_delta(pld: pld_lib.PrivacyLossDistribution, delta: float) -> float:
+    """`pld.get_epsilon_for_delta(delta)`, the same float."""
+    eps = _pmf_epsilon_for_delta(pld._pmf_remove, delta)  # noqa: SLF001
+    if pld._symmetric:  # noqa: SLF001
+        return eps
+    return max(eps, _pmf_epsilon_for_delta(pld._pmf_add, delta))  # noqa: SLF001
+
+
 def _pld(q: float, sigma: float, n: int, vdi: float, bar=None) -> pld_lib.PrivacyLossDistribution:
     """What dp_accounting's `PLDAccountant(vdi)` holds after composing n steps of
     `PoissonSampledDpEvent(q, GaussianDpEvent(sigma))` ($q < 1$; bit for bit; cached when
     it holds at most `_PLD_CACHE_POINTS` points)."""
     key = (q, sigma, n, vdi)
-    if key in _PLDS:
-        return _PLDS.get_or(key, None)
-    pld = composed_pld(q, sigma, n, vdi, bar=bar)
+    found, pld = _PLDS.lookup(key)
+    if found:
+        return pld
+    pld = _composed_pld(q, sigma, n, vdi, bar=bar)
     if pld._pmf_remove.size + pld._pmf_add.size <= _PLD_CACHE_POINTS:  # noqa: SLF001
-        _PLDS.get_or(key, lambda: pld)
+        _PLDS.put(key, pld)
     return pld
 
 
@@ -130,7 +359,7 @@ def _pld_epsilon(q: float, sigma: float, n: int, vdi: float, delta: float, bar=N
 
     def compute():
         pld = _pld(q, sigma, n, vdi, bar)
-        eps = float(pld.get_epsilon_for_delta(delta))
+        eps = float(_pld_epsilon_for_delta(pld, delta))
         if not math.isfinite(eps):
             inf_mass = max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass)  # noqa: SLF001
             raise DeltaOutOfReachError(
@@ -264,265 +493,6 @@ def composition_delta(
     if not 0.0 <= delta <= 1.0 + 1e-6:
         raise RuntimeError(f"PLDAccountant returned delta {delta!r} for {q=}, {sigma=}, {n=}")
     return min(delta, 1.0)
-
-
-def _levels(vdi: float) -> list[float]:
-    """The grids of the search, coarse to fine: vdi times 10^k, k >= 0, the coarsest at
-    most `_COARSE_VDI` (just [vdi] for vdi > _COARSE_VDI / 10)."""
-    k = 0
-    while vdi * 10 ** (k + 1) <= _COARSE_VDI * (1 + 1e-9):
-        k += 1
-    return [vdi * 10**j for j in range(k, 0, -1)] + [vdi]
-
-
-def _secant(g, x0: float, slope: float, xtol: float, max_steps: int = 8):
-    """Secant iteration on a decreasing g from x0 with a first slope; returns the root
-    estimate and the last secant slope (kept when a new one is not negative and finite)."""
-    x_prev, g_prev = x0, g(x0)
-    x = x0 - g_prev / slope
-    for _ in range(max_steps):
-        if not x > 0:
-            x = 0.5 * x_prev
-        gx = g(x)
-        if x != x_prev:
-            s = (gx - g_prev) / (x - x_prev)
-            if math.isfinite(s) and s < 0:
-                slope = s
-        x_new = x - gx / slope
-        x_prev, g_prev, x = x, gx, x_new
-        if abs(x - x_prev) <= xtol:
-            break
-    return x, slope
-
-
-def _settle(g, r: float, slope: float, tol: float, max_tries: int = 10) -> float:
-    """sigma with g(sigma) <= 0 < g(sigma - tol), searched around the estimate r.
-
-    Each try evaluates g at r + 0.45 tol and, when the slope puts the root within tol
-    below, at r - 0.55 tol (an interval of width tol that holds r); a miss moves r by
-    regula falsi between the nearest points of either sign (or a secant step when all
-    points have one sign). After `max_tries` misses, plain bisection on the bracket found;
-    it returns `hi` with g(hi) <= 0 and g(lo) > 0 for some lo in [hi - tol, hi).
-    """
-    known: dict[float, float] = {}
-
-    def at(x):
-        if x not in known:
-            known[x] = g(x)
-        return known[x]
-
-    def sides():
-        pos = [x for x, v in known.items() if v > 0]
-        neg = [x for x, v in known.items() if v <= 0]
-        return (max(pos) if pos else None), (min(neg) if neg else None)
-
-    for _ in range(max_tries):
-        lo, hi = sides()
-        if lo is not None and hi is not None and 0 < hi - lo <= tol:
-            at(hi - tol)  # g(hi - tol) > 0 whenever g decreases
-            return hi
-        a = r + 0.45 * tol
-        ga = at(a)
-        # Evaluate a - tol only when the root may lie within tol below a (by the slope).
-        if ga <= 0 and a - ga / slope >= a - 1.5 * tol and at(a - tol) > 0:
-            return a
-        lo, hi = sides()
-        if lo is not None and hi is not None and lo < hi:
-            glo, ghi = known[lo], known[hi]
-            r = lo - glo * (hi - lo) / (ghi - glo)
-            # Keep the next pair inside the bracket.
-            r = min(max(r, lo + 0.55 * tol), hi - 0.45 * tol)
-        else:
-            x = lo if lo is not None else hi
-            pts = sorted(known, key=lambda p: abs(p - x))[:2]
-            if len(pts) == 2 and pts[0] != pts[1]:
-                s = (known[pts[0]] - known[pts[1]]) / (pts[0] - pts[1])
-                if math.isfinite(s) and s < 0:
-                    slope = s
-            r = x - known[x] / slope
-            if not r > 0:
-                r = 0.5 * x
-    lo, hi = sides()
-    while lo is None:  # widen downwards until g > 0 (g decreases in sigma)
-        lo = 0.5 * min(known)
-        lo = lo if at(lo) > 0 else None
-    while hi is None or hi < lo:
-        hi = 2.0 * max(known)
-        hi = hi if at(hi) <= 0 else None
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if at(mid) > 0 else (lo, mid)
-    return hi
-
-
-def _calibrate_gaussian(target: float, delta: float, n: int, tol: float) -> float:
-    """q = 1: composition is sqrt(n)/sigma-GDP exactly (`composition_epsilon`'s closed
-    form), whose sigma for the target is sqrt(n) / gdp_mu(target, delta)."""
-
-    def gap(sigma):
-        return gdp_epsilon(delta, math.sqrt(n) / sigma) - target
-
-    sigma = math.sqrt(n) / gdp_mu(target, delta)
-    return _settle(gap, sigma, -target / sigma, tol)
-
-
-def _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress) -> float:
-    levels = _levels(vdi)
-    sigma_hi = 1.05 * math.sqrt(n) / gdp_mu(target, delta)
-
-    def heuristic_gap(log_sigma):
-        eps = heuristic_epsilon(delta, steps, q, math.exp(log_sigma), canary_steps=n)
-        return eps - target
-
-    hi = math.log(sigma_hi)
-    lo = hi - 1.0
-    while heuristic_gap(lo) < 0:
-        lo -= 1.0
-    sigma_lo = 0.999 * math.exp(brentq(heuristic_gap, lo, hi, xtol=1e-12, rtol=1e-12))
-
-    # The grids hold about 1/sigma^2 points: below sigma_min the requested one would not
-    # fit in memory (`_pld_fast.MAX_GRID_POINTS`), so the search stays above it.
-    sigma_min = smallest_sigma(q, vdi)
-    sigma_lo = max(sigma_lo, sigma_min)
-    bars = []  # the progress bar, once the coarse search has estimated the rest
-
-    def gap_at(level):
-        def gap(sigma):
-            eps = _pld_epsilon(q, sigma, n, level, delta)
-            for bar in bars:
-                bar.update(1)
-                bar.set_postfix(vdi=f"{level:g}", sigma=f"{sigma:.6g}", eps=f"{eps:.6g}")
-            return eps - target
-
-        return gap
-
-    # Coarsest grid: Brent's method on the theoretical bracket (cheap: 1/100 of the points
-    # of the default grid), widened if the coarse grid's pessimism needs it.
-    top = gap_at(levels[0])
-    while top(sigma_hi) > 0:
-        sigma_lo, sigma_hi = sigma_hi, 2.0 * sigma_hi
-    while top(sigma_lo) <= 0:
-        if sigma_lo <= sigma_min:
-            raise ValueError(
-                f"target_epsilon={target!r} needs a noise multiplier below {sigma_min:.3g}, "
-                f"too small for the PLD grid value_discretization_interval={vdi!r}; use a "
-                "coarser grid or a smaller target_epsilon"
-            )
-        sigma_lo, sigma_hi = max(0.5 * sigma_lo, sigma_min), sigma_lo
-    if len(levels) == 1:
-        r = brentq(top, sigma_lo, sigma_hi, xtol=tol)
-    else:
-        # On log sigma and log(1 + eps), where the coarse epsilon is nearly linear (a few
-        # Brent steps), to 1e-3 relative: the finer grids' roots differ by about that.
-        def log_gap(x):
-            return math.log1p(top(math.exp(x)) + target) - math.log1p(target)
-
-        r = math.exp(brentq(log_gap, math.log(sigma_lo), math.log(sigma_hi), xtol=1e-3))
-    # A slope over 2% of sigma (the coarse epsilon is only smooth to ~ its grid).
-    slope = (top(1.02 * r) - top(r)) / (0.02 * r)
-    if not (math.isfinite(slope) and slope < 0):
-        slope = -target / r
-    # Up-front estimate of the rest: about 3 runs on the requested grid near r, and a
-    # tenth of one per secant step on each grid in between.
-    seconds = _estimated_seconds(q, r, n, vdi) * (3.0 + 0.3 * (len(levels) - 2))
-    if progress is None:
-        progress = seconds > _PROGRESS_SECONDS
-    with tqdm(
-        desc=f"calibrate sigma (n={n}, q={q:g}, ~{seconds:.0f} s)",
-        unit="PLD",
-        disable=not progress,
-        leave=False,
-    ) as bar:
-        bars.append(bar)
-        # Each finer grid starts from the coarser one's answer and slope (their roots
-        # differ by ~ the coarser grid's pessimism: a few secant steps).
-        for level in levels[1:-1]:
-            r, slope = _secant(gap_at(level), r, slope, max(tol, 1e-6 * r))
-        return _settle(gap_at(levels[-1]), r, slope, tol)
-
-
-def calibrate_noise_multiplier(
-    target_epsilon,
-    delta,
-    steps,
-    sampling_prob,
-    *,
-    canary_steps=None,
-    value_discretization_interval=_VDI,
-    tol=1e-6,
-    progress: bool | None = None,
-) -> float:
-    r"""The smallest noise multiplier whose composition epsilon is at most the target.
-
-    Returns sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon <
-    composition_epsilon(delta, ..., sigma - tol)` (same discretization; the accountant is
-    dp_accounting's PLD, as in `composition_epsilon`, whose numbers these are, cached).
-
-    The search, coarse to fine (Section "Speed" of the README has the timings):
-
-    1. A bracket from theory: the last-iterate heuristic is a post-processing of the
-       composition, so the sigma at which `heuristic_epsilon` equals the target is a
-       lower end; full-batch DP with noise $\sigma$ (no amplification by sampling)
-       dominates the subsampled composition, so $1.05\sqrt{n}/\mu$ with
-       $\mu$ = `gdp_mu(target, delta)` is an upper end.
-    2. Brent's method on the coarse grid (1e-2: 1/100 of the default's points), then a
-       few secant steps on each grid 10 times finer (1e-3), started from the coarser
-       grid's root and slope.
-    3. On the requested grid: the pair sigma, sigma - tol around the secant estimate
-       (usually 3 accountant runs in all, the first of them the secant step), regula
-       falsi between misses, bisection as the last resort.
-
-    For $q = 1$ the composition is $\sqrt{n}/\sigma$-GDP exactly (as in
-    `composition_epsilon`), and sigma comes from the closed form, with the same contract.
-    Results are cached per arguments (a sweep's cells with the same run share one
-    search), and the composition epsilon at the returned sigma is cached for
-    `bounds_for`.
-
-    Args:
-        target_epsilon: the epsilon to reach, > 0.
-        delta: $\delta \in (0, 1)$; for $q < 1$ above the accountant's mass at infinite
-            loss (~1.5e-15).
-        steps: $T \ge 1$.
-        sampling_prob: $q \in (0, 1]$.
-        canary_steps: $n \in [1, T]$ (default $T$).
-        value_discretization_interval: the PLD grid spacing, > 0.
-        tol: absolute tolerance on sigma, > 0.
-        progress: a tqdm bar (stderr) counting accountant runs after the coarse search,
-            with an up-front estimate of their time in its title; default: when that
-            estimate exceeds 5 s.
-
-    Returns:
-        sigma with `composition_epsilon(delta, ..., sigma) <= target_epsilon` (same
-        discretization), and epsilon above the target at sigma - tol.
-
-    Raises:
-        ValueError: on invalid inputs; for a delta the accountant cannot reach (the
-            message gives the range), or a target that needs a noise multiplier too
-            small for the grid (it names value_discretization_interval).
-
-    Example:
-        >>> round(calibrate_noise_multiplier(4.377178, 1e-5, 100, 1.0), 4)  # mu = 1
-        10.0
-    """
-    target = check_positive("target_epsilon", target_epsilon)
-    delta = check_delta("delta", delta)
-    # sigma is what is sought: 1.0 stands in for it in the shared check.
-    steps, q, _, n, vdi = _check(
-        steps, sampling_prob, 1.0, canary_steps, value_discretization_interval
-    )
-    tol = check_positive("tol", tol)
-    key = (target, delta, steps, q, n, vdi, tol)
-    if q == 1.0:
-        return _CALIBRATED.get_or(key, lambda: _calibrate_gaussian(target, delta, n, tol))
-    try:
-        return _CALIBRATED.get_or(
-            key, lambda: _calibrate_pld(target, delta, steps, q, n, vdi, tol, progress)
-        )
-    except DeltaOutOfReachError as err:
-        raise DeltaOutOfReachError(
-            f"calibrate_noise_multiplier: delta={delta!r} is out of the PLD accountant's "
-            f"reach ({err})"
-        ) from None
 
 
 def bounds_for(accounting: Accounting, delta) -> dict[str, float]:

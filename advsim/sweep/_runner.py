@@ -70,7 +70,10 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     where the time went (`TIME_COLUMNS`: calibration, then `run_audit`'s compilation,
     simulation, audit and bounds). Bounds mode: `advsim.bounds.bounds_for` of the
     mechanism's accounting. With `target_epsilon`, sigma is first calibrated by
-    `calibrate_noise_multiplier` over the canary's steps. Unless the sweep sets
+    `calibrate_noise_multiplier` over the canary's steps (`calibrate_time_s`: the seconds
+    of that call; `run_sweep`'s local runs calibrate a sweep's cells in one batch up
+    front, and there it is a cache hit plus the cell's equal share of the batch's wall
+    time, which its `wall_time_s` includes too). Unless the sweep sets
     `exact = false`, both modes add the exact epsilon of the last model where the
     mechanism has the capability (`advsim.experiment.exact_columns`: once per distinct
     mechanism in a process, so replicates reuse it; empty columns, with the reason in
@@ -96,20 +99,77 @@ def run_cell(config: SweepConfig, cell: Cell, *, progress: bool | None = None) -
     return result
 
 
+def _cell_run(config: SweepConfig, cell: Cell) -> tuple[int, float, int]:
+    """The cell's run (T, q, n): from `config.cell_runs`, recorded when the config was
+    checked, or read off the mechanism for a config not made by parse_config."""
+    run = config.cell_runs.get(cell.cell_id)
+    if run is None:
+        acc = build_mechanism(config, cell.params, noise_multiplier=1.0).accounting()
+        run = (acc.steps, acc.sampling_prob, acc.num_canary_steps)
+    return run
+
+
+def _calibrate_up_front(config: SweepConfig, cells: Sequence[Cell], progress) -> dict:
+    """Calibrates the cells with `target_epsilon` before any runs, one
+    `advsim.bounds.calibrate_noise_multipliers` call per group of cells with the same
+    target, delta and q (and at least two distinct numbers of canary steps: a group with
+    one shares nothing); each cell's own `calibrate_noise_multiplier` call then reads its
+    sigma from the cache. Returns `{cell_id: seconds}`: the group's wall time split
+    equally among its cells, for `_add_shared_calibration` (so that `calibrate_time_s`
+    still sums to the time calibration took). A failure is left to the cell it concerns:
+    its own call raises it, naming the cell, when the sweep reaches it."""
+    groups: dict[tuple, list] = {}
+    for cell in cells:
+        p = cell.params
+        if "target_epsilon" in p:
+            try:
+                steps, q, n = _cell_run(config, cell)
+            except (TypeError, ValueError):
+                continue  # the cell's run reports it
+            groups.setdefault((p["target_epsilon"], p["delta"], q), []).append((cell, steps, n))
+    shares = {}
+    for (target, delta, q), members in groups.items():
+        if len({n for _, _, n in members}) < 2:
+            continue
+        tic = time.perf_counter()
+        with contextlib.suppress(ValueError, RuntimeError, ArithmeticError, TypeError):
+            bounds.calibrate_noise_multipliers(
+                target,
+                delta,
+                [steps for _, steps, _ in members],
+                q,
+                canary_steps=[n for _, _, n in members],
+                progress=False if progress is False else None,
+            )
+        seconds = time.perf_counter() - tic
+        shares.update({cell.cell_id: seconds / len(members) for cell, _, _ in members})
+    return shares
+
+
+def _add_shared_calibration(result: dict, seconds: float) -> dict:
+    """A cell's result with its share of the up-front calibration added to its
+    `calibrate_time_s` (audit mode; bounds mode has no such column) and `wall_time_s`."""
+    if seconds:
+        result = dict(result)
+        if result.get("calibrate_time_s") is not None:
+            result["calibrate_time_s"] += seconds
+        if result.get("wall_time_s") is not None:
+            result["wall_time_s"] += seconds
+    return result
+
+
 def _calibrated_mechanism(config: SweepConfig, cell: Cell, progress: bool | None):
     """`(the cell's mechanism, seconds its calibration took)`: with `target_epsilon`, at
     the noise multiplier calibrated to it over the canary's steps; else as configured.
     The mechanism is built once: the calibration reads the cell's run (T, q, n) from
-    `config.cell_runs`, recorded when the config was checked."""
+    `config.cell_runs`, recorded when the config was checked. The seconds are those of
+    the cell's `calibrate_noise_multiplier` call (a cache hit after `_calibrate_up_front`,
+    whose share `_add_shared_calibration` adds)."""
     p = cell.params
     if "target_epsilon" not in p:
         return build_mechanism(config, p), 0.0
     delta = p["delta"]
-    run = config.cell_runs.get(cell.cell_id)
-    if run is None:  # a config not made by parse_config: read the run off the mechanism
-        acc = build_mechanism(config, p, noise_multiplier=1.0).accounting()
-        run = (acc.steps, acc.sampling_prob, acc.num_canary_steps)
-    steps, q, n = run
+    steps, q, n = _cell_run(config, cell)
     tic = time.perf_counter()
     try:
         sigma = bounds.calibrate_noise_multiplier(
@@ -249,9 +309,13 @@ def run_sweep(
             cells is refused rather than overwritten.
         progress: tqdm bars: cells (with the time left) and, for long cells, the
             simulation's runs.
-        executor: "local" (cells one after another, each sharded over every local device)
-            or "ray" (cells as Ray tasks; needs `pip install advsim[ray]`; this process
-            writes the files, so the workers need no shared file system).
+        executor: "local" (cells one after another, each sharded over every local device;
+            the noise multipliers of cells with `target_epsilon` are calibrated up front,
+            one batched `advsim.bounds.calibrate_noise_multipliers` call per target,
+            delta and q, each cell's `calibrate_time_s` holding an equal share of it) or
+            "ray" (cells as Ray tasks, each calibrating its own; needs
+            `pip install advsim[ray]`; this process writes the files, so the workers need
+            no shared file system).
         ray_address: for "ray": the cluster to join (`ray.init(address=...)`, e.g. "auto");
             default: an already initialised Ray, else a local instance.
         on_cell: called with each cell's table row as soon as it is there, and whether
@@ -392,10 +456,12 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
 
     with bar:
         if executor == "local":
+            shares = _calibrate_up_front(config, pending, None if progress else False)
             for cell in pending:
                 bar.set_postfix_str(_short(config, cell), refresh=True)
                 try:
                     result = run_cell(config, cell, progress=None if progress else False)
+                    result = _add_shared_calibration(result, shares.get(cell.cell_id, 0.0))
                 except (ValueError, TypeError, ArithmeticError) as err:
                     # Parameters out of a computation's reach: the user's to change.
                     kept = (

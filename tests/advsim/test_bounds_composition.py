@@ -359,7 +359,8 @@ def test_bounds_for_reuses_the_calibration(monkeypatch):
     def no_pld(*args, **kwargs):
         raise AssertionError("a PLD was built again")
 
-    monkeypatch.setattr(comp_mod, "composed_pld", no_pld)
+    monkeypatch.setattr(comp_mod, "_composed_pld", no_pld)
+    monkeypatch.setattr(comp_mod, "gaussian_pld", no_pld)
     assert calibrate_noise_multiplier(2.0, 1e-5, 3, 0.1) == sigma
     acc = Accounting(steps=3, sampling_prob=0.1, noise_multiplier=sigma, canary_steps=(1, 2, 3))
     b = bounds_for(acc, 1e-5)
