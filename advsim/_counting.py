@@ -32,7 +32,13 @@ from advsim._io import atomic_path
 from advsim._limits import check_chunk_size, check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._scores import NonFiniteScoresError
-from advsim._simulate import _chunk_scores, _layout, chunk_program_args, crafted_run
+from advsim._simulate import (
+    _chunk_scores,
+    _layout,
+    chunk_program_args,
+    crafted_run,
+    replicated,
+)
 
 __all__ = ["ThresholdCounts", "check_thresholds", "read_counts_checkpoint", "simulate_counts"]
 
@@ -241,8 +247,10 @@ def simulate_counts(
             })  # fmt: skip
 
     layout = _layout(crafted, "last", chunk_size, binomial, runs, adversary)
-    (program_mechanism, rest), _ = chunk_program_args(crafted, layout)
-    taus = jnp.asarray(np.asarray(thresholds))
+    (program_mechanism, program_adversary, rest), mesh = chunk_program_args(
+        crafted, adversary, layout
+    )
+    taus = replicated(jnp.asarray(np.asarray(thresholds)), mesh)
     if progress is None:
         progress = 2 * runs * crafted.steps > 5e7
     bar = tqdm(total=2 * runs, initial=sum(resumed.values()), unit="run", unit_scale=True,
@@ -250,8 +258,8 @@ def simulate_counts(
     last_save = time.monotonic()
     with bar:
         for name, world in _WORLDS:
-            world_key = jax.random.fold_in(key, world)
-            canary = jnp.asarray(world == 1)
+            world_key, canary = replicated((jax.random.fold_in(key, world),
+                                            jnp.asarray(world == 1)), mesh)  # fmt: skip
             st = state[name]
 
             def collect(start, n, pending, st=st, name=name):
@@ -275,8 +283,9 @@ def simulate_counts(
             pending = None
             for start in range(int(st["done"]), runs, layout.chunk):
                 n = min(layout.chunk, runs - start)
-                counted = _counted_chunk(taus, jnp.int32(n), program_mechanism, adversary,
-                                         world_key, np.uint32(start), canary, *rest)  # fmt: skip
+                counted = _counted_chunk(taus, jnp.int32(n), program_mechanism,
+                                         program_adversary, world_key, np.uint32(start), canary,
+                                         *rest)  # fmt: skip
                 if pending is not None:
                     collect(*pending)
                 pending = (start, n, counted)
