@@ -25,7 +25,7 @@ The search, coarse to fine, for one number of canary steps $n$:
 
 At `advsim audit`'s cells (q = 0.01, eps = 8, delta = 1e-5, T = 1..1000, grid 1e-4) that
 is 5-6 coarse runs, 2-3 on 1e-3 and 2 on 1e-4 per T, and the runs on 1e-4 (about 0.2 s
-each, `advsim.bounds._composition`) are 80% of the time: 4.1-5.5 s of CPU for the seven
+each, `advsim.bounds._composition`) are 80% of the time: 4.1-5.9 s of CPU for the seven
 T, against 12-16 s for the previous search (2-3 runs on 1e-4 per T through
 dp_accounting's own loops, 0.5-0.9 s each), both measured in one script on a 2-core
 machine whose cores other jobs kept busy (11.3 s was the previous search's on a quiet
