@@ -710,18 +710,24 @@ def _chunk_scores(
     elementwise program either way.
     """
     share = chunk // mesh.size
+    # Every array the runs read enters the per-device program as a replicated input
+    # (closed over, an array placed on the mesh clashes with the program's manual mesh).
+    inputs = (mechanism, adversary, world_key, canary_in, steps, samplers)
+    dynamic, static = eqx.partition(inputs, eqx.is_array)
 
-    def one(i):
-        key = jax.random.fold_in(world_key, i)
-        if steps is None:
-            out = run_mechanism(
-                mechanism, canary_in, key=key, release=release, count_samplers=samplers
-            )
-        else:
-            out = run_any_steps(mechanism, canary_in, steps, key=key)
-        return adversary.score(mechanism, out)
+    def local(first, dynamic):
+        mech, adv, key, canary, steps_, samplers_ = eqx.combine(dynamic, static)
 
-    def local(first):
+        def one(i):
+            run_key = jax.random.fold_in(key, i)
+            if steps_ is None:
+                out = run_mechanism(
+                    mech, canary, key=run_key, release=release, count_samplers=samplers_
+                )
+            else:
+                out = run_any_steps(mech, canary, steps_, key=run_key)
+            return adv.score(mech, out)
+
         offset = (jax.lax.axis_index("trials") * share).astype(jnp.uint32)
         idx = first + offset + jnp.arange(share, dtype=jnp.uint32)
         rows, lanes = idx.reshape(-1, width), jax.vmap(one)
@@ -732,11 +738,11 @@ def _chunk_scores(
     shard = jax.shard_map(
         local,
         mesh=mesh,
-        in_specs=PartitionSpec(),
+        in_specs=(PartitionSpec(), PartitionSpec()),
         out_specs=PartitionSpec("trials"),
         check_vma=False,
     )
-    return shard(jnp.asarray(start, jnp.uint32))
+    return shard(jnp.asarray(start, jnp.uint32), dynamic)
 
 
 def replicated(tree, mesh: Mesh):
