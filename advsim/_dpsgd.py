@@ -351,10 +351,9 @@ def _run_in_segments(mechanism, canary_in, k_noise, k_coin, counts, release, coi
 
 
 #: The segment sizes of `run_any_steps`, longest first: a run of T steps takes T // 128
-#: segments of 128 steps, then the rest 16 and then 4 at a time, and its last T mod 4
-#: steps in one more segment of 4 whose steps past T are left unapplied: at most 3 steps
-#: computed in vain, and the longest segments draw their noise as efficiently as
-#: `_run_in_segments`. (A segment of one step compiles to other float roundings than a
+#: segments of 128 steps, then the rest 16 and then 4 at a time, the last segment of 4
+#: leaving its steps past T unapplied: at most 3 steps computed in vain, and the longest
+#: segments draw their noise as efficiently as `_run_in_segments`. (A segment of one step compiles to other float roundings than a
 #: longer scan; segments of 4, 16 and 128 give the numbers of `run_mechanism` bit for bit
 #: on the CPU, tests/advsim/test_any_steps.py.)
 ANY_STEPS_TIERS = (SEGMENT_STEPS, 16, 4)
@@ -385,7 +384,8 @@ def run_any_steps(
     noise, coins and memberships (drawn range by range from the counter-based generator,
     `advsim._streams`: element i of a run's stream is the same whatever T) and the same
     update at every step (`dpsgd_update`). The steps are taken in segments of the sizes in
-    `ANY_STEPS_TIERS`, each size a loop whose trip count is traced. The engine uses it only
+    `ANY_STEPS_TIERS`, each size a loop whose trip count is traced (the last one masked
+    past T). The engine uses it only
     where the mechanism's methods and the adversary's score do not read T
     (`advsim._simulate.any_steps_supported`), and passes a mechanism whose `steps` field
     is a placeholder: nothing here reads `mechanism.steps`.
@@ -439,14 +439,14 @@ def run_any_steps(
 
     done = jnp.int32(0)
     for size in ANY_STEPS_TIERS:
-        count = (steps - done) // size
+        # The shortest segments also take the last T mod 4 steps, their steps past T left
+        # unapplied (one program fewer to trace than a separate last segment).
+        last = size == ANY_STEPS_TIERS[-1]
+        count = (steps - done + (size - 1 if last else 0)) // size
 
-        def segment(k, m, done=done, size=size):
-            return advance(m, done + k * size, size)
+        def segment(k, m, done=done, size=size, last=last):
+            return advance(m, done + k * size, size, masked=last)
 
         model = jax.lax.fori_loop(0, count, segment, model)
         done = done + count * size
-    last = ANY_STEPS_TIERS[-1]
-    return jax.lax.cond(
-        done < steps, lambda m: advance(m, done, last, masked=True), lambda m: m, model
-    )
+    return model
