@@ -6,7 +6,9 @@ Its law in both worlds (canary in, canary out) is propagated on a grid, step by 
 any gradient fields, and $\varepsilon(\delta)$, the privacy profile and the trade-off curve
 of the last model are read off the two laws: the ground truth that audits and bounds are
 read against. `last_iterate_epsilon` returns the value on three grids, each twice as fine,
-so its numerical error is measured, not assumed.
+so its numerical error is measured, not assumed (or, with a relative tolerance `rtol`, on as
+few grids as reach it: at least two, at most `refinements`). Every T of a mechanism whose
+methods do not read T runs in the same compiled programs (`advsim.exact._programs`).
 
 - `last_iterate_epsilon`, `last_iterate_epsilons` (a batch vmapped in one call),
   `ExactEpsilon` (the result);

@@ -1,10 +1,13 @@
 r"""The public call: the exact epsilon of a scalar construction's last model, with its error.
 
 `last_iterate_epsilon(mechanism, delta)` propagates the last model's law in both worlds on
-three grids (spacing $h$, $h/2$, $h/4$), reads $\varepsilon(\delta)$ off each, and returns
-the finest value with the differences between the three. `last_iterate_epsilons` does the
-same for a batch of mechanisms that differ only in traced values (a heatmap over sigma and
-B is one call: one compilation per grid, the cells vmapped).
+grids of spacing $h$, $h/2$, $h/4$, ..., reads $\varepsilon(\delta)$ off each, and
+returns the finest value with the change between the two finest as its error estimate:
+on `refinements` grids (default 3), or, with a relative tolerance `rtol`, on as few as
+reach it (at least 2, at most `refinements`: the adaptive ladder).
+`last_iterate_epsilons` does the same for a batch of mechanisms that differ only in traced
+values (a heatmap over sigma and B is one call: one compilation per grid, the cells
+vmapped).
 """
 
 from __future__ import annotations
@@ -14,17 +17,27 @@ import math
 import time
 from collections.abc import Sequence
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
 from advsim._mechanism import AbstractMechanism, AbstractProjected
-from advsim._validation import check_delta, check_int, check_positive
+from advsim._validation import check_delta, check_in_interval, check_int, check_positive
 from advsim.exact._divergence import discrete_tradeoff, grid_delta, grid_epsilon_host
+from advsim.exact._host import (  # noqa: F401 (COMPILE_NODES: the cost model's constant)
+    COMPILE_NODES,
+    _bracket,
+    _buckets,
+    _check_records,
+    _initial_model,
+    _initial_state,
+    _stack,
+    _widened,
+)
 from advsim.exact._plan import combine, layout, plan_bytes
-from advsim.exact._propagate import GridState, _fields, advance
+from advsim.exact._programs import SHARE_BUDGET, any_steps, shared_shapes
+from advsim.exact._propagate import advance
 
 __all__ = [
     "DEFAULT_CELLS_PER_SD",
@@ -41,6 +54,8 @@ DEFAULT_CELLS_PER_SD = 6.0
 """Nodes per noise standard deviation on the coarsest grid (its spacing: the smallest of
 every step's noise sd and clipped move, over this); the finer grids halve it, so with 3
 refinements the finest has 24."""
+DEFAULT_REFINEMENTS = 3
+"""Grids by default: the exact count without `rtol`, the most with it."""
 ERROR_KIND = "refinement estimate"
 """What the `error` of a grid result is: the change between the two finest grids (plus the
 lost mass's effect), an estimate of the discretisation error, not a bound."""
@@ -51,6 +66,10 @@ SUPPORT_LEVEL = 1e-10
 WIDENINGS = 2
 #: Default cap on one propagation's working set.
 DEFAULT_MAX_BYTES = 8 * 2**30
+#: Steps per `advance` call, whatever T (the steps past T are masked): one chunk length
+#: lets every T share the compiled propagation (`advsim.exact._programs`); a grid whose
+#: masked steps would cost more than a compilation gets a chunk of its own (`_level_plan`).
+CHUNK = 100
 
 
 MASS_FLOOR = 1e-14
@@ -86,14 +105,16 @@ class ExactEpsilon:
         epsilon: $\varepsilon(\delta)$ of the last model on the finest grid (both
             directions, add/remove).
         delta: the $\delta$ it was computed at.
-        error: $|\varepsilon_{h/2} - \varepsilon_{h/4}|$ plus the effect of the mass the
+        error: the change between the two finest grids (on three grids
+            $|\varepsilon_{h/2} - \varepsilon_{h/4}|$) plus the effect of the mass the
             grid lost (`lost_mass`): an estimate of the discretisation error, not a bound
             (`error_kind`). At first-order convergence it is the finest grid's error; at the
-            second order it overstates it three times.
+            second order it overstates it three times. nan with a single grid.
         error_kind: "refinement estimate" (see `error`).
-        epsilons: $\varepsilon$ on each grid, coarsest first.
+        epsilons: $\varepsilon$ on each grid used, coarsest first (`grids` of them).
         spacings: each grid's spacing $h$ (model units).
-        cells_per_sd: each grid's nodes per (smallest) noise standard deviation.
+        cells_per_sd: each grid's nodes per (smallest) noise standard deviation: which
+            grids were used (with `rtol`, as many as reached it).
         differences: successive differences of `epsilons`.
         observed_order: $\log_2$ of the ratio of the two differences (nan when undefined):
             about 2 for smooth fields, 1 where the law has an atom or a kink.
@@ -113,6 +134,11 @@ class ExactEpsilon:
         epsilon_per_step: $\varepsilon(\delta)$ after every step on the finest grid, when
             asked for (`every_step=True`), else None.
         seconds: wall time of the whole call.
+        rtol: the relative tolerance asked for (`last_iterate_epsilon`'s `rtol`), or None
+            for a fixed number of grids.
+        converged: with `rtol`, whether `error <= rtol * epsilon` (False: the most grids
+            allowed, `refinements`, did not reach it; the value and its error are still
+            those of the finest grid); None without `rtol`.
     """
 
     epsilon: float
@@ -135,6 +161,13 @@ class ExactEpsilon:
     mass_out: np.ndarray = dataclasses.field(repr=False)
     epsilon_per_step: np.ndarray | None = dataclasses.field(repr=False, default=None)
     seconds: float = 0.0
+    rtol: float | None = None
+    converged: bool | None = None
+
+    @property
+    def grids(self) -> int:
+        """How many grids were propagated (each twice as fine as the one before)."""
+        return len(self.epsilons)
 
     def privacy_profile(self, epsilons) -> np.ndarray:
         r"""$\delta(\varepsilon)$ of the last model (finest grid) at each of `epsilons`
@@ -158,59 +191,14 @@ class ExactEpsilon:
             "exact_lost_mass": list(self.lost_mass),
             "exact_nodes": self.nodes,
             "exact_resolved": self.resolved,
+            "exact_rtol": self.rtol,
+            "exact_converged": self.converged,
             "delta": self.delta,
         }
 
 
 def _size(nbytes: int) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
-
-
-def _stack(mechanisms: Sequence[AbstractMechanism]):
-    parts = [eqx.partition(m, eqx.is_array) for m in mechanisms]
-    static = parts[0][1]
-    structure = jax.tree.structure(parts[0][0])
-    for i, (arrays, other) in enumerate(parts[1:], start=1):
-        if jax.tree.structure(arrays) != structure or not eqx.tree_equal(other, static):
-            raise ValueError(
-                f"mechanisms[{i}] differs from mechanisms[0] in a static field (its class, "
-                "steps, schedule, batching or another shape-setting field): a batch may "
-                "differ only in traced values"
-            )
-    stacked = jax.tree.map(
-        lambda *xs: np.stack([np.asarray(x) for x in xs]), *[a for a, _ in parts]
-    )
-    return eqx.combine(stacked, static)
-
-
-def _diagnose(mech, x: float, t: int) -> str:
-    """Which field is not finite at model value x in step t."""
-    with jax.enable_x64(True):
-        canary, data, reg = _fields(mech, jnp.asarray([x], jnp.float64), jnp.int32(t))
-        eta = jnp.asarray(mech.step_size(jnp.int32(t)), jnp.float64)
-    found = {
-        "canary_gradient": float(canary[0]),
-        "regularizer_gradient": float(reg[0]),
-        "step_size": float(eta),
-    }
-    for j, v in enumerate(np.asarray(data).reshape(-1)):
-        found[f"data_gradients[{j}]"] = float(v)
-    bad = [f"{k} = {v!r}" for k, v in found.items() if not math.isfinite(v)]
-    return ", ".join(bad) if bad else "the move overflows"
-
-
-def _check_records(mechs, records, t0: int, lows, highs, lost_tolerance: float):
-    """Raises at the first step of the chunk with a non-finite move or too much lost mass."""
-    bad_x = np.asarray(records.bad_x)  # (batch, chunk)
-    for i in range(bad_x.shape[0]):
-        bad = np.flatnonzero(np.isfinite(bad_x[i]))
-        if bad.size:
-            t = t0 + int(bad[0])
-            x = float(bad_x[i, bad[0]])
-            raise FloatingPointError(
-                f"{type(mechs[i]).__name__} (batch item {i}): at step {t} the move of the "
-                f"mass at m = {x:.6g} is not finite ({_diagnose(mechs[i], x, t)})"
-            )
 
 
 def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float, t0: int):
@@ -231,23 +219,51 @@ def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float
             )
 
 
-def _level_plan(mechs, cells, supports, every_step, shape=(0, 0)):
+def _level_plan(
+    mechs, cells, supports, every_step, shape=(0, 0), max_bytes=DEFAULT_MAX_BYTES, share=True
+):
     """The layouts and the batch's plan at `cells` per sd (at least `shape`'s nodes and FFT
-    size, so that several grids share one compiled propagation)."""
-    steps = mechs[0].steps
-    chunk = math.ceil(steps / math.ceil(steps / 100))
+    size, so that several grids share one compiled propagation): in chunks of `CHUNK`
+    steps and, with `share`, on a shared shape (`advsim.exact._programs`), where the work
+    this adds (masked steps, extra FFT points) stays within `SHARE_BUDGET`; not on a
+    shared shape where the caller set the interval (the grid then keeps to it)."""
     layouts = [layout(m, cells, sup) for m, sup in zip(mechs, supports, strict=True)]
-    return layouts, combine(
-        layouts, steps, chunk, every_step, nodes=shape[0], fft_size=shape[1], mechs=mechs
-    )
+    steps, batch = mechs[0].steps, len(mechs)
+    chunk = CHUNK
+
+    def planned(nodes: int, fft_size: int):
+        return combine(
+            layouts, chunk, every_step, nodes=nodes, fft_size=fft_size, mechs=mechs
+        )
+
+    best = planned(*shape)
+    own = best[0]
+    budget = SHARE_BUDGET / batch
+    if -steps % CHUNK * own.fft_size > budget:
+        # The masked steps past T would cost too much: a chunk of its own that divides T
+        # about evenly (as many calls, fewer steps masked than calls), on its own shape.
+        chunk = math.ceil(steps / math.ceil(steps / CHUNK))
+        return layouts, planned(*shape)
+    if share and not own.projected:  # (a projected grid's spacing is set by its size)
+        run = math.ceil(steps / CHUNK) * CHUNK  # the steps run, masked ones included
+        for nodes, fft_size in shared_shapes(own.nodes, own.fft_size):
+            if run * fft_size - steps * own.fft_size > budget:
+                break
+            candidate = planned(nodes, fft_size)
+            plan = candidate[0]
+            if (plan.nodes, plan.fft_size) == (nodes, fft_size):
+                if plan_bytes(plan, batch) <= max_bytes:
+                    best = candidate
+                break
+    return layouts, best
 
 
 def _run_level(
-    mechs, stacked, delta, cells, supports, every_step, max_bytes, tolerance, bar, shape=(0, 0)
+    mechs, stacked, delta, cells, supports, every_step, max_bytes, tolerance, bar, shape, share
 ):
     steps = mechs[0].steps
     layouts, (plan, lo, spacing, counts, probs) = _level_plan(
-        mechs, cells, supports, every_step, shape
+        mechs, cells, supports, every_step, shape, max_bytes, share
     )
     chunk = plan.chunk
     needed = plan_bytes(plan, len(mechs))
@@ -283,6 +299,7 @@ def _run_level(
                 level_j,
                 state,
                 jnp.int32(t0),
+                jnp.int32(steps),
             )
             first = np.minimum(first, np.asarray(rec.first).min(axis=1))
             last = np.maximum(last, np.asarray(rec.last).max(axis=1))
@@ -315,98 +332,38 @@ def _run_level(
     return eps, state, grids, spacing, per_step, plan.nodes, found
 
 
-def _widened(mechs, cells, supports):
-    """Each grid interval three times as wide, around the same centre."""
-    out = []
-    for mech, sup in zip(mechs, supports, strict=True):
-        lay = layout(mech, cells, sup)
-        centre, half = (lay.lo + lay.hi) / 2, (lay.hi - lay.lo) / 2
-        out.append((centre - 3 * half, centre + 3 * half))
-    return out
-
-
-def _initial_model(mech) -> float:
-    """m_0 as a float64."""
+def _propagate_levels(
+    mechs, delta, cells_per_sd, refinements, rtol, support, every_step, max_bytes, tolerance, bar
+):
+    """The refinement levels of one batch that shares its grids: the runs, coarsest first.
+    Without `rtol`, `refinements` of them; with it, levels until every member's error
+    estimate is within `rtol` of its epsilon (at least 2, at most `refinements`)."""
     with jax.enable_x64(True):
-        return float(np.asarray(mech.init_model(), np.float64).reshape(()))
-
-
-def _initial_state(mechs, plan, lo, spacing) -> GridState:
-    """Both worlds' masses at step 0: m_0 shared between its two nodes (an end node of a
-    projected grid keeps half, its atom the other half, as every step leaves them)."""
-    width = plan.nodes + (2 if plan.projected else 0)
-    masses = np.zeros((len(mechs), width))
-    for i, mech in enumerate(mechs):
-        u = (_initial_model(mech) - lo[i]) / spacing[i]
-        j = min(max(int(math.floor(u)), 0), plan.nodes - 1)
-        f = min(max(u - j, 0.0), 1.0)
-        masses[i, j] += 1.0 - f
-        if f > 0:
-            masses[i, j + 1] += f
-        if plan.projected:
-            for end, atom in ((0, plan.nodes), (plan.nodes - 1, plan.nodes + 1)):
-                masses[i, atom] += 0.5 * masses[i, end]
-                masses[i, end] *= 0.5
-    with jax.enable_x64(True):
-        zero = jnp.zeros((len(mechs),), jnp.float64)
-        return GridState(jnp.asarray(masses), jnp.asarray(masses), zero, zero)
-
-
-def _bracket(p, q, delta, slack, atoms):
-    """eps of the grid laws with delta moved by `slack` down and up (lost mass, rounding)."""
-    hi = math.inf if slack >= delta else grid_epsilon_host(p, q, delta - slack, atoms=atoms)
-    up = delta + (math.exp(min(hi, 700.0)) if math.isfinite(hi) else 1.0) * slack
-    lo = 0.0 if up >= 1.0 else grid_epsilon_host(p, q, up, atoms=atoms)
-    return lo, hi
-
-
-#: A compilation of the propagation costs about as much as running one mechanism on this
-#: many nodes (all refinements; measured on a 2-core CPU): `_buckets` weighs the two.
-COMPILE_NODES = 100_000
-
-
-def _buckets(nodes: Sequence[int]) -> list[list[int]]:
-    """Split a batch into groups that each run on one grid (the largest of the group): every
-    group costs a compilation, every member the group's largest grid. Sorted by their
-    coarsest grid's nodes, the batch is cut where that total is least (exact, by dynamic
-    programming over the cut points); the result does not depend on the order given."""
-    order = sorted(range(len(nodes)), key=lambda i: (nodes[i], i))
-    size = [nodes[i] for i in order]
-    best = [0.0] + [math.inf] * len(order)
-    cut = [0] * (len(order) + 1)
-    for end in range(1, len(order) + 1):
-        for begin in range(end):
-            cost = best[begin] + COMPILE_NODES + (end - begin) * size[end - 1]
-            if cost < best[end]:
-                best[end], cut[end] = cost, begin
-    groups, end = [], len(order)
-    while end > 0:
-        groups.append(order[cut[end] : end])
-        end = cut[end]
-    return groups[::-1]
-
-
-def _propagate_levels(mechs, delta, levels, support, every_step, max_bytes, tolerance, bar):
-    """Every refinement level of one batch that shares its grids: the runs, coarsest first."""
-    with jax.enable_x64(True):
-        stacked = _stack(mechs)
+        stacked = any_steps(_stack(mechs), template=mechs[0])
     steps = mechs[0].steps
     runs = []
     supports = [support] * len(mechs)
     shape = (0, 0)
-    for k, cells in enumerate(levels):
+    projected = isinstance(mechs[0], AbstractProjected)
+    for k in range(refinements):
+        cells = cells_per_sd * 2**k
         bar.set_postfix_str(f"{cells:g} cells/sd")
-        if k == 1 and len(levels) > 2 and not isinstance(mechs[0], AbstractProjected):
-            # The finer grids cover the same interval: all run at the finest one's size,
-            # so that they share one compilation (a projected grid's spacing is set by its
-            # size, so each keeps its own).
-            plan = _level_plan(mechs, levels[-1], supports, every_step)[1][0]
+        # The finer grids cover the same interval: each runs at the size of the finest
+        # grid still to come (all of them without rtol, the next one with it), so that
+        # they share one compilation (a projected grid's spacing is set by its size, so
+        # each keeps its own).
+        finest = refinements - 1 if rtol is None else min(k + 1, refinements - 1)
+        if k >= 1 and not projected and (rtol is not None or k == 1) and finest > k:
+            plan = _level_plan(
+                mechs, cells_per_sd * 2**finest, supports, every_step, max_bytes=max_bytes,
+                share=support is None,
+            )[1][0]  # fmt: skip
             shape = (plan.nodes, plan.fft_size)
         for widening in range(WIDENINGS + 1):
             try:
                 runs.append(_run_level(
                     mechs, stacked, delta, cells, supports, every_step, max_bytes,
-                    tolerance, bar, shape,
+                    tolerance, bar, shape, support is None,
                 ))  # fmt: skip
                 break
             except LostMassError:
@@ -419,7 +376,45 @@ def _propagate_levels(mechs, delta, levels, support, every_step, max_bytes, tole
         if k == 0 and support is None:
             # The coarsest grid found where the mass is; the finer ones cover only that.
             supports = list(runs[0][-1])
+        if rtol is not None and k >= 1 and k + 1 < refinements:
+            if all(_converged(_summary(runs, i, delta), rtol) for i in range(len(mechs))):
+                bar.total -= steps * (refinements - k - 1)  # the grids not needed
+                break
     return runs
+
+
+def _summary(runs, i: int, delta: float) -> dict:
+    """Member `i`'s value, error estimate and diagnostics from its runs (coarsest first)."""
+    eps = [float(r[0][i]) for r in runs]
+    _, state, grids, _, per_step, nodes, _ = runs[-1]
+    p = np.asarray(state.mass_in[i])
+    q = np.asarray(state.mass_out[i])
+    lost = (float(state.lost_in[i]), float(state.lost_out[i]))
+    mass_error = max(abs(1.0 - p.sum() - lost[0]), abs(1.0 - q.sum() - lost[1]))
+    atoms = 2 if p.size == nodes + 2 else 0
+    bracket = _bracket(p, q, delta, max(lost) + mass_error, atoms)
+    diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
+    order = math.nan
+    if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
+        order = math.log2(abs(diffs[-2] / diffs[-1]))
+    error = abs(diffs[-1]) if diffs else math.nan
+    error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
+    resolved = math.isfinite(eps[-1]) and eps[-1] <= resolution_limit(delta)
+    if not resolved:
+        error = math.inf
+    return {
+        "eps": eps, "state": state, "grid": grids[i], "p": p, "q": q, "lost": lost,
+        "mass_error": float(mass_error), "atoms": atoms, "bracket": bracket,
+        "diffs": diffs, "order": order, "error": error, "resolved": resolved,
+        "nodes": nodes, "per_step": None if per_step is None else per_step[i],
+        "spacings": tuple(float(r[3][i]) for r in runs),
+    }  # fmt: skip
+
+
+def _converged(summary: dict, rtol: float) -> bool:
+    """Whether a member's error estimate is at most `rtol` times its epsilon (never for a
+    nan or infinite error)."""
+    return bool(summary["error"] <= rtol * abs(summary["eps"][-1]))
 
 
 def last_iterate_epsilons(
@@ -427,7 +422,8 @@ def last_iterate_epsilons(
     delta: float,
     *,
     cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    refinements: int = 3,
+    refinements: int = DEFAULT_REFINEMENTS,
+    rtol: float | None = None,
     support: tuple[float, float] | None = None,
     every_step: bool = False,
     lost_tolerance: float | None = None,
@@ -437,7 +433,9 @@ def last_iterate_epsilons(
     """`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
     (the mechanisms vmapped on shared grids; grids of very different sizes are run in
     separate groups when that is cheaper than one grid for all, `_buckets`). Same
-    arguments; one result each."""
+    arguments; one result each. With `rtol`, the members of a group share their grids: a
+    group refines until every member meets the tolerance (or `refinements` is reached), so
+    a member may get more grids than it alone would have needed, never fewer."""
     start_time = time.perf_counter()
     mechs = list(mechanisms)
     if not mechs:
@@ -447,11 +445,17 @@ def last_iterate_epsilons(
     if cells_per_sd < 2:
         raise ValueError(f"cells_per_sd must be >= 2 (nodes per noise sd), got {cells_per_sd!r}")
     refinements = check_int("refinements", refinements, minimum=1, maximum=6)
+    if rtol is not None:
+        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
+        if refinements < 2:
+            raise ValueError(
+                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
+                f"grids), got {refinements!r}"
+            )
     tolerance = 0.01 * delta if lost_tolerance is None else float(lost_tolerance)
     with jax.enable_x64(True):
         _stack(mechs)  # a batch differing in a static field is refused before any work
     steps = mechs[0].steps
-    levels = [cells_per_sd * 2**k for k in range(refinements)]
     buckets = _buckets([layout(m, cells_per_sd, support).nodes for m in mechs])
     if progress is None:
         progress = steps * refinements >= 200
@@ -463,8 +467,9 @@ def last_iterate_epsilons(
             group = [mechs[i] for i in bucket]
             try:
                 runs = _propagate_levels(
-                    group, delta, levels, support, every_step, max_bytes, tolerance, bar
-                )
+                    group, delta, cells_per_sd, refinements, rtol, support, every_step,
+                    max_bytes, tolerance, bar,
+                )  # fmt: skip
             except LostMassError as err:
                 err.index = bucket[err.index]
                 raise
@@ -474,45 +479,31 @@ def last_iterate_epsilons(
     elapsed = time.perf_counter() - start_time
     for original in range(len(mechs)):
         runs, i = runs_of[original]
-        eps = [float(r[0][i]) for r in runs]
-        _, state, grids, spacing, per_step, nodes, _ = runs[-1]
-        p = np.asarray(state.mass_in[i])
-        q = np.asarray(state.mass_out[i])
-        lost = (float(state.lost_in[i]), float(state.lost_out[i]))
-        mass_error = max(abs(1.0 - p.sum() - lost[0]), abs(1.0 - q.sum() - lost[1]))
-        atoms = 2 if mechs[0] is not None and p.size == nodes + 2 else 0
-        bracket = _bracket(p, q, delta, max(lost) + mass_error, atoms)
-        diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
-        order = math.nan
-        if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
-            order = math.log2(abs(diffs[-2] / diffs[-1]))
-        error = abs(diffs[-1]) if diffs else math.nan
-        error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
-        resolved = math.isfinite(eps[-1]) and eps[-1] <= resolution_limit(delta)
-        if not resolved:
-            error = math.inf
+        m = _summary(runs, i, delta)
         results.append(
             ExactEpsilon(
-                epsilon=eps[-1],
+                epsilon=m["eps"][-1],
                 delta=delta,
-                error=error,
+                error=m["error"],
                 error_kind=ERROR_KIND,
-                epsilons=tuple(eps),
-                spacings=tuple(float(r[3][i]) for r in runs),
-                cells_per_sd=tuple(levels),
-                differences=diffs,
-                observed_order=order,
-                resolved=resolved,
-                lost_mass=lost,
-                mass_error=float(mass_error),
-                eps_bracket=bracket,
-                nodes=nodes,
-                atoms=atoms,
-                grid=grids[i],
-                mass_in=p,
-                mass_out=q,
-                epsilon_per_step=None if per_step is None else per_step[i],
+                epsilons=tuple(m["eps"]),
+                spacings=m["spacings"],
+                cells_per_sd=tuple(cells_per_sd * 2**k for k in range(len(runs))),
+                differences=m["diffs"],
+                observed_order=m["order"],
+                resolved=m["resolved"],
+                lost_mass=m["lost"],
+                mass_error=m["mass_error"],
+                eps_bracket=m["bracket"],
+                nodes=m["nodes"],
+                atoms=m["atoms"],
+                grid=m["grid"],
+                mass_in=m["p"],
+                mass_out=m["q"],
+                epsilon_per_step=m["per_step"],
                 seconds=elapsed,
+                rtol=rtol,
+                converged=None if rtol is None else _converged(m, rtol),
             )  # fmt: skip
         )
     return results
@@ -523,7 +514,8 @@ def last_iterate_epsilon(
     delta: float,
     *,
     cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    refinements: int = 3,
+    refinements: int = DEFAULT_REFINEMENTS,
+    rtol: float | None = None,
     support: tuple[float, float] | None = None,
     every_step: bool = False,
     lost_tolerance: float | None = None,
@@ -536,16 +528,23 @@ def last_iterate_epsilon(
     its law in both worlds is propagated step by step on a grid (`advsim.exact`'s module
     docstring: drift as a mixture over the sampled counts, Gaussian noise by FFT, the
     projection's atoms, lost mass counted), and $\varepsilon(\delta)$ is read off the two
-    laws exactly (hockey-stick divergence both ways). This is done on `refinements` grids,
-    each twice as fine as the last; the result is the finest grid's value with the
-    differences as its error estimate.
+    laws exactly (hockey-stick divergence both ways). This is done on several grids, each
+    twice as fine as the last; the result is the finest grid's value with the change
+    between the two finest as its error estimate. Without `rtol`, exactly `refinements`
+    grids; with `rtol`, the adaptive ladder: grids are added (at least 2) until the error
+    estimate is at most `rtol * epsilon`, or `refinements` grids are reached (then
+    `converged` is False, and the value and error are still the finest grid's).
 
     Args:
         mechanism: an `AbstractScalarLaw` mechanism (scalar model, fields of (m, t)).
         delta: $\delta \in (0, 1)$.
         cells_per_sd: nodes per noise standard deviation (the smallest step's
             $\eta_t\sigma C$) on the coarsest grid, >= 2.
-        refinements: how many grids (1-6), spacing halved each time.
+        refinements: how many grids (1-6), spacing halved each time: the exact count
+            without `rtol`, the most with it (then 2-6).
+        rtol: a relative tolerance in (0, 1) on the error estimate, or None (default: a
+            fixed `refinements` grids). `advsim.experiment.exact_columns`, the exact
+            column of audits and sweeps, asks for `EXACT_RTOL` there.
         support: (lo, hi), the interval the grid covers (unprojected runs); default: the
             hull of the drift's images widened by 12 noise standard deviations.
         every_step: also compute $\varepsilon(\delta)$ after every step (finest grid).
@@ -560,7 +559,8 @@ def last_iterate_epsilon(
 
     Raises:
         TypeError: the mechanism lacks the capability (vector model, per-example data).
-        ValueError: a parameter out of range.
+        ValueError: a parameter out of range (`rtol` outside (0, 1), `refinements` < 2
+            with `rtol`).
         GridTooLargeError: the grid would exceed `max_bytes` (the message gives the size).
         FloatingPointError: a field not finite where mass is, or mass leaving the grid,
             with the step and the value.
@@ -574,7 +574,7 @@ def last_iterate_epsilon(
         True
     """
     (result,) = last_iterate_epsilons(
-        [mechanism], delta, cells_per_sd=cells_per_sd, refinements=refinements,
+        [mechanism], delta, cells_per_sd=cells_per_sd, refinements=refinements, rtol=rtol,
         support=support, every_step=every_step, lost_tolerance=lost_tolerance,
         max_bytes=max_bytes, progress=progress,
     )  # fmt: skip

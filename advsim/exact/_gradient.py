@@ -108,8 +108,9 @@ class FixedGridEpsilon:
         with jax.enable_x64(True):
             lay = layout(template, cells_per_sd, support)
             steps = template.steps
-            plan, lo, spacing, counts, probs = combine([lay], steps, steps, False, mechs=[template])
+            plan, lo, spacing, counts, probs = combine([lay], steps, False, mechs=[template])
             self.plan = plan
+            self.steps = steps
             self.lo = float(lo[0])
             self.spacing = float(spacing[0])
             self.counts = np.asarray(counts[0])
@@ -140,7 +141,7 @@ class FixedGridEpsilon:
             mech, self.plan, jnp.asarray(self.lo, dtype), jnp.asarray(self.spacing, dtype),
             jnp.asarray(self.m0, dtype), jnp.asarray(self.counts, dtype),
             jnp.asarray(self.probs, dtype), jnp.asarray(self.delta, dtype),
-            jnp.asarray(math.inf, dtype), state0, jnp.int32(1),
+            jnp.asarray(math.inf, dtype), state0, jnp.int32(1), jnp.int32(self.steps),
         )  # fmt: skip
         return state.mass_in, state.mass_out, jnp.stack([state.lost_in, state.lost_out])
 

@@ -23,6 +23,7 @@ from advsim._mechanism import (
     AbstractProjected,
     AbstractScalarLaw,
 )
+from advsim.exact._programs import any_steps
 from advsim.exact._propagate import GridPlan, _fields
 
 __all__ = [
@@ -106,34 +107,61 @@ class Layout:
         return self.lo + (self.nodes - 1) * self.spacing
 
 
+#: Step sizes are evaluated in blocks of this many steps (one program for every T).
+STEP_BLOCK = 256
+
+
 @eqx.filter_jit
+def _step_size_block(mech, first):
+    """eta_t for t = first .. first + STEP_BLOCK - 1 (`first` traced)."""
+    ts = first + jnp.arange(STEP_BLOCK, dtype=jnp.int32)
+    return jax.vmap(mech.step_size)(ts)
+
+
 def _step_sizes(mech):
-    """eta_t for t = 1..T (one compilation per mechanism structure)."""
-    return jax.vmap(mech.step_size)(jnp.arange(1, mech.steps + 1, dtype=jnp.int32))
+    """eta_t for t = 1..T, in blocks (one compilation per mechanism structure, for every T
+    where the step size does not read T: `any_steps`)."""
+    traced = any_steps(mech)
+    blocks = [np.asarray(_step_size_block(traced, jnp.int32(first)), np.float64).reshape(-1)
+              for first in range(1, mech.steps + 1, STEP_BLOCK)]  # fmt: skip
+    return np.concatenate(blocks)[: mech.steps]
 
 
 @eqx.filter_jit
-def _hulls(mech, counts, m0):
-    """The noise-free hull of every step: [a_t, b_t] = the extremes of the drift's images
-    of REACH_POINTS points of [a_{t-1}, b_{t-1}] (every count corner, canary or not), and
-    the first point where a move is not finite (nan if none)."""
+def _hulls(mech, counts, m0, steps, sigma, clip):
+    """The noise-free hulls of the first `steps` steps (traced) and how far the noise
+    reaches beyond them: [a_t, b_t] = the extremes of the drift's images of REACH_POINTS
+    points of [a_{t-1}, b_{t-1}] (every count corner, canary or not); returns (the least
+    a_t - 12 s_t, the largest b_t + 12 s_t, with s_t the sd of the noise accumulated by
+    step t (sigma C per unit step), the first step where a move is not finite (0 if none),
+    and the point there)."""
+    dtype = jnp.float64
 
-    def body(carry, t):
-        a, b = carry
+    def body(t, carry):
+        a, b, var, low, high, bad_t, bad_x = carry
         xs = jnp.linspace(a, b, REACH_POINTS)
         canary, data, reg = _fields(mech, xs, t)
         base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None], axis=-1)
         with_canary = jnp.where(mech.canary_schedule.mask(t), canary, 0.0)
         drifts = jnp.concatenate([base, base + with_canary[:, None]], axis=1)
-        ys = xs[:, None] - jnp.asarray(mech.step_size(t), jnp.float64) * drifts
+        eta = jnp.asarray(mech.step_size(t), dtype)
+        ys = xs[:, None] - eta * drifts
         finite = jnp.all(jnp.isfinite(ys), axis=1)
         first_bad = jnp.where(jnp.all(finite), jnp.nan, xs[jnp.argmin(finite)])
+        new_bad = (bad_t == 0) & jnp.isfinite(first_bad)
+        bad_t = jnp.where(new_bad, t, bad_t)
+        bad_x = jnp.where(new_bad, first_bad, bad_x)
         ys = jnp.where(finite[:, None], ys, xs[:, None])
-        new = (jnp.min(ys), jnp.max(ys))
-        return new, (new[0], new[1], first_bad)
+        a, b = jnp.min(ys), jnp.max(ys)
+        var = var + (eta * sigma * clip) ** 2
+        radius = NOISE_SDS * jnp.sqrt(var)
+        return (a, b, var, jnp.minimum(low, a - radius), jnp.maximum(high, b + radius),
+                bad_t, bad_x)  # fmt: skip
 
-    ts = jnp.arange(1, mech.steps + 1, dtype=jnp.int32)
-    return jax.lax.scan(body, (m0, m0), ts)[1]
+    m0 = jnp.asarray(m0, dtype)
+    start = (m0, m0, jnp.zeros((), dtype), m0, m0, jnp.int32(0), jnp.full((), jnp.nan, dtype))
+    out = jax.lax.fori_loop(1, steps + 1, body, start)
+    return out[3], out[4], out[5], out[6]
 
 
 def _host_values(mech):
@@ -217,7 +245,7 @@ def _interval(mech, m0: float) -> tuple[float, float]:
     return a, b
 
 
-def _reach(mech, m0, noise, k_lo, windows):
+def _reach(mech, m0, k_lo, windows):
     """A first interval for the grid: the hull of the drift's images of the previous hull
     (every count and canary component; noise-free), widened by 12 standard deviations of
     the noise accumulated as if the drift map had slope 1 (a constant field). A contracting
@@ -232,17 +260,16 @@ def _reach(mech, m0, noise, k_lo, windows):
         counts = corners.reshape(counts.shape[1], -1).T
     counts = jnp.asarray(counts, jnp.float64)
 
-    lows, highs, bad = (np.asarray(v) for v in _hulls(mech, counts, jnp.float64(m0)))
-    if np.any(np.isfinite(bad)):
-        t = int(np.argmax(np.isfinite(bad)))
+    low, high, bad_t, bad_x = _hulls(
+        any_steps(mech), counts, jnp.float64(m0), jnp.int32(mech.steps),
+        jnp.float64(float(mech.noise_multiplier)), jnp.float64(float(mech.clip_norm)),
+    )  # fmt: skip
+    if int(bad_t) > 0:
         raise FloatingPointError(
-            f"{type(mech).__name__}: at step {t + 1} a field or the step size is not finite "
-            f"at m = {bad[t]:.6g}"
+            f"{type(mech).__name__}: at step {int(bad_t)} a field or the step size is not "
+            f"finite at m = {float(bad_x):.6g}"
         )
-    radius = NOISE_SDS * np.sqrt(np.cumsum(np.asarray(noise) ** 2))
-    lo_all = min(float(m0), float(np.min(lows - radius)))
-    hi_all = max(float(m0), float(np.max(highs + radius)))
-    return lo_all, hi_all
+    return float(low), float(high)
 
 
 def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None) -> Layout:
@@ -266,7 +293,7 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
             lo = a
         else:
             if support is None:
-                lo, hi = _reach(mech, m0, noise, k_lo, windows)
+                lo, hi = _reach(mech, m0, k_lo, windows)
             else:
                 lo, hi = (float(v) for v in support)
                 if not (math.isfinite(lo) and math.isfinite(hi) and lo <= m0 <= hi):
@@ -304,7 +331,6 @@ def ladder(n: int) -> int:
 
 def combine(
     layouts: list[Layout],
-    steps: int,
     chunk: int,
     every_step: bool,
     *,
@@ -341,7 +367,7 @@ def combine(
     widths = [lay.windows for lay in layouts]
     windows = tuple(max(w) for w in zip(*widths, strict=True)) if widths[0] else ()
     plan = GridPlan(
-        nodes, size, reach, windows, layouts[0].split, projected, steps, chunk, every_step,
+        nodes, size, reach, windows, layouts[0].split, projected, chunk, every_step,
     )  # fmt: skip
     mixtures = [
         count_components(m, lay.k_lo, windows) for m, lay in zip(mechs, layouts, strict=True)

@@ -63,8 +63,7 @@ class GridPlan(NamedTuple):
     windows: tuple[int, ...]  # the count window's width of each data group
     split: bool  # whether cells holding a breakpoint are split
     projected: bool  # whether the run projects onto [lo, lo + (N - 1) h]
-    steps: int  # T
-    chunk: int  # steps per `advance` call
+    chunk: int  # steps per `advance` call (T itself is a traced argument of `advance`)
     every_step: bool  # record eps(delta) of every step
 
 
@@ -228,25 +227,30 @@ def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, stat
     eps = grid_epsilon(new[0], new[1], delta, atoms=atoms) if plan.every_step else jnp.nan
     record = StepRecord(
         lost[0], lost[1], jnp.where(jnp.isfinite(bad_x), bad_x, jnp.nan), far_y,
-        jnp.asarray(eps, dtype), first, last,
+        jnp.asarray(eps, dtype), first.astype(jnp.int32), last.astype(jnp.int32),
     )  # fmt: skip
     return new_state, record
 
 
+def _idle(plan: GridPlan) -> StepRecord:
+    """The record of a step past T (nothing lost, nothing found)."""
+    zero, nan = jnp.zeros((), jnp.float64), jnp.full((), jnp.nan, jnp.float64)
+    return StepRecord(zero, zero, nan, nan, nan, jnp.int32(plan.nodes), jnp.int32(-1))
+
+
 def _advance_one(
-    mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0
+    mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0,
+    steps,
 ):
+    """`plan.chunk` steps from `t0` of one mechanism; a step past `steps` (T, traced) is
+    computed and discarded (masked: a `lax.cond` here would skip it, but makes every step
+    about twice as slow on the CPU, measured)."""
+
     def body(st, t):
         new, rec = _step(mech, plan, lo, h, m0, counts, probs, delta, threshold, st, t)
-        active = t <= plan.steps
-        new = jax.tree.map(lambda a, b: jnp.where(active, a, b), new, st)
-        nan = jnp.asarray(jnp.nan, jnp.float64)
-        rec = StepRecord(
-            jnp.where(active, rec.lost_in, 0.0), jnp.where(active, rec.lost_out, 0.0),
-            jnp.where(active, rec.bad_x, nan), jnp.where(active, rec.far_y, nan),
-            jnp.where(active, rec.epsilon, nan), jnp.where(active, rec.first, plan.nodes),
-            jnp.where(active, rec.last, -1),
-        )  # fmt: skip
+        active = t <= steps
+        new = jax.tree.map(lambda a, b: jnp.where(active, a, b).astype(b.dtype), new, st)
+        rec = jax.tree.map(lambda a, b: jnp.where(active, a, b), rec, _idle(plan))
         return new, rec
 
     ts = t0 + jnp.arange(plan.chunk, dtype=jnp.int32)
@@ -255,17 +259,23 @@ def _advance_one(
 
 @eqx.filter_jit
 def advance(
-    mechs, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0
+    mechs, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t0,
+    steps,
 ):
-    """`plan.chunk` steps from step `t0` (1-indexed; steps past T change nothing) for a
-    batch of mechanisms (leading axis of every array leaf, of `lo`, `h`, `m0` (the initial
-    model, which step 1 moves), `state`, and of the count mixture: `counts` (batch, C, G),
-    `probs` (batch, C), from `advsim.exact._plan.count_components`). Each step also
-    records the first and last node holding more than `threshold`."""
+    """`plan.chunk` steps from step `t0` (1-indexed; steps past `steps`, T as a traced
+    int32, change nothing) for a batch of mechanisms (leading axis of every array leaf, of
+    `lo`, `h`, `m0` (the initial model, which step 1 moves), `state`, and of the count
+    mixture: `counts` (batch, C, G), `probs` (batch, C), from
+    `advsim.exact._plan.count_components`). Each step also records the first and last
+    node holding more than `threshold`. Nothing here reads `mechs.steps`: a batch whose
+    methods do not read T either (`advsim.exact._programs.any_steps`) runs every T in one
+    compiled program."""
     arrays, static = eqx.partition(mechs, eqx.is_array)
 
     def one(arr, lo_, h_, m0_, counts_, probs_, st):
         mech = eqx.combine(arr, static)
-        return _advance_one(mech, plan, lo_, h_, m0_, counts_, probs_, delta, threshold, st, t0)
+        return _advance_one(
+            mech, plan, lo_, h_, m0_, counts_, probs_, delta, threshold, st, t0, steps
+        )
 
     return jax.vmap(one)(arrays, lo, h, m0, counts, probs, state)
