@@ -39,7 +39,7 @@ from advsim._adversary import AbstractAdversary
 from advsim._limits import check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
-from advsim._validation import check_delta, check_in_interval
+from advsim._validation import check_delta, check_in_interval, check_int
 from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
@@ -50,6 +50,7 @@ __all__ = [
     "EXACT_COLUMNS",
     "EXACT_MAX_WORK",
     "EXACT_REFINEMENTS",
+    "EXACT_RTOL",
     "STREAMING",
     "AuditRecord",
     "DEFAULT_STEPS",
@@ -70,8 +71,16 @@ EXACT_COLUMNS = ("exact_epsilon", "exact_error", "exact_error_kind", "exact_note
 finest grids, plus the lost mass's effect; never a bound); `exact_error_kind`, what the
 error is ("refinement estimate"); `exact_note`, why the columns are empty, where they are."""
 EXACT_REFINEMENTS = 3
-"""Grids of the exact engine by default: 6, 12 and 24 nodes per noise sd (the engine's own
-default, and the sweeps', `advsim audit` included)."""
+"""The most grids of the exact engine by default: 6, 12 and 24 nodes per noise sd (the
+engine's own default count, and the sweeps' most, `advsim audit` included); with
+`EXACT_RTOL` a row stops at the second grid once its error estimate is within it."""
+EXACT_RTOL = 1e-4
+"""The relative tolerance `exact_columns` asks of the exact engine's error estimate
+(`advsim.exact.last_iterate_epsilon`'s `rtol`): grids are added until the change between
+the two finest is at most 1e-4 of epsilon, or `EXACT_REFINEMENTS` grids are reached. A
+row thus drops the third grid only where its estimate is already within 1e-4 (the fixed
+three grids state errors up to about 1e-3 of epsilon on the accuracy table's rows,
+`docs/guide/exact.md`), and keeps the three-grid value and error otherwise."""
 EXACT_MAX_WORK = 1e8
 """`exact_columns` skips (with a note) a mechanism whose coarsest grid holds more than this
 many nodes x steps (x count components): about a minute of CPU and more. The linear
@@ -265,6 +274,7 @@ def exact_columns(
     delta: float,
     *,
     refinements: int = EXACT_REFINEMENTS,
+    rtol: float | None = EXACT_RTOL,
     cells_per_sd: float = DEFAULT_CELLS_PER_SD,
     max_work: float | None = EXACT_MAX_WORK,
     progress: bool | None = False,
@@ -275,8 +285,11 @@ def exact_columns(
     A mechanism has the capability when it is an `advsim.AbstractScalarLaw` that passes
     `advsim.exact.check_scalar_law` (scalar model, gradients functions of (m, t), no
     per-example data): then `advsim.exact.last_iterate_epsilon(mechanism, delta,
-    refinements=..., cells_per_sd=...)` gives `exact_epsilon` (the finest grid's value)
-    and `exact_error` (a refinement estimate, not a bound: `exact_error_kind`). A
+    refinements=..., rtol=..., cells_per_sd=...)` gives `exact_epsilon` (the finest grid's
+    value) and `exact_error` (the change between the two finest grids: a refinement
+    estimate, not a bound: `exact_error_kind`), on the adaptive ladder: grids are added
+    until that error is at most `rtol` times epsilon, at least 2, at most `refinements`
+    (a row that does not reach it keeps the finest grid's value and error). A
     mechanism without it (a vector model, per-example data) gets None in every column and
     the reason in `exact_note`; so does one the engine refuses at these parameters (a grid
     over the memory cap, mass leaving the grid, a field not finite), with the engine's
@@ -290,7 +303,10 @@ def exact_columns(
     Args:
         mechanism: any advsim mechanism (for an audit: the one the adversary crafted).
         delta: delta in (0, 1).
-        refinements: grids, each twice as fine as the last (>= 2 for an error estimate).
+        refinements: the most grids, each twice as fine as the last (2-6); with
+            `rtol=None`, the exact count (1-6, where 1 gives no estimate).
+        rtol: the relative tolerance on the error estimate, in (0, 1), or None for a fixed
+            `refinements` grids (default `EXACT_RTOL`, 1e-4).
         cells_per_sd: nodes per noise sd of the coarsest grid.
         max_work: the largest coarsest grid computed, in nodes x steps x count components
             (None: no limit).
@@ -300,6 +316,14 @@ def exact_columns(
         `{"exact_epsilon", "exact_error", "exact_error_kind", "exact_note"}`.
     """
     delta = check_delta("delta", delta)
+    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
+    if rtol is not None:
+        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
+        if refinements < 2:
+            raise ValueError(
+                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
+                f"grids), got {refinements!r}"
+            )
     empty = dict.fromkeys(EXACT_COLUMNS)
     try:
         check_scalar_law(mechanism)
@@ -307,12 +331,12 @@ def exact_columns(
         return {**empty, "exact_note": f"no exact value: {_message(err)}"}
     key = _fingerprint(mechanism)
     if key is not None:
-        key = (key, float(delta), int(refinements), float(cells_per_sd), max_work)
+        key = (key, float(delta), int(refinements), rtol, float(cells_per_sd), max_work)
         with contextlib.suppress(KeyError, TypeError, ValueError):
             found = _EXACT_CACHE[key]
             _EXACT_CACHE.move_to_end(key)
             return dict(found)
-    out = _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progress)
+    out = _exact_or_note(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress)
     if key is not None:
         with contextlib.suppress(TypeError, ValueError):
             _EXACT_CACHE[key] = dict(out)
@@ -321,7 +345,9 @@ def exact_columns(
     return out
 
 
-def _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progress) -> dict:
+def _exact_or_note(
+    mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress
+) -> dict:
     empty = dict.fromkeys(EXACT_COLUMNS)
     try:
         if max_work is not None:
@@ -333,7 +359,7 @@ def _exact_or_note(mechanism, delta, refinements, cells_per_sd, max_work, progre
                     f"{max_work:.2g}: minutes of CPU); call advsim.exact.last_iterate_epsilon"
                 )}  # fmt: skip
         result = last_iterate_epsilon(
-            mechanism, delta, refinements=refinements, cells_per_sd=cells_per_sd,
+            mechanism, delta, refinements=refinements, rtol=rtol, cells_per_sd=cells_per_sd,
             progress=progress,
         )  # fmt: skip
     except (ValueError, ArithmeticError) as err:  # out of the engine's reach (ValueError:

@@ -249,8 +249,10 @@ class SweepConfig:
 
     `exact` (`[sweep] exact = false` turns it off; default true): every cell whose
     mechanism has the capability (`advsim.AbstractScalarLaw`) gets the exact epsilon of its
-    last model and its refinement-estimated error (`advsim.experiment.exact_columns`,
-    `exact_refinements` grids, default 3), computed once per distinct mechanism; the
+    last model and its refinement-estimated error (`advsim.experiment.exact_columns`:
+    at most `exact_refinements` grids, default 3, each row stopping at the second or a
+    later grid once its error estimate is within `EXACT_RTOL`, 1e-4, of its epsilon),
+    computed once per distinct mechanism; the
     other cells leave those columns empty. It changes no simulated number, so it is not
     part of the cell ids; a resume must keep it (it is part of the config).
     """
@@ -539,8 +541,8 @@ def _pop_sweep_options(sweep: dict) -> dict:
         or not 2 <= exact_refinements <= 6
     ):
         raise ValueError(
-            "sweep.exact_refinements must be an integer in [2, 6] (grids of the exact "
-            f"engine, each twice as fine), got {exact_refinements!r}"
+            "sweep.exact_refinements must be an integer in [2, 6] (the most grids of the "
+            f"exact engine, each twice as fine), got {exact_refinements!r}"
         )
     return {
         "mode": mode,
