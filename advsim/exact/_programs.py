@@ -19,9 +19,9 @@ compiled programs:
   within `SHARE_BUDGET`, a quarter of what a compilation costs. The choice depends on
   the call's own values only (never on what ran before), so a value does not depend on
   the order of the calls. A wider grid holds the same nodes (same spacing, $m_0$ on a
-  node) plus some far out: its value differs only by the FFT's rounding (below 1e-8 for
-  epsilon up to 8; near the float64 resolution more: 2.9e-5 at epsilon = 12.1, where the
-  rounding it measures widens the error estimate).
+  node) plus some far out: its value differs only by the FFT's rounding (at most 2e-8 for
+  epsilon up to 8 on the accuracy table's rows; nearer the float64 resolution more:
+  2.9e-5 at epsilon = 12.1, where the rounding it measures widens the error estimate).
 """
 
 from __future__ import annotations
