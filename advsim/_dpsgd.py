@@ -310,6 +310,24 @@ def _threefry(key) -> bool:
     )
 
 
+def _segment_draws(
+    k_noise, k_coin, schedule, present_all, coins, q, first, size: int, dim, dtype
+):
+    """Steps first + 1 .. first + size of a run: their noise (flat, size * d), their indices
+    t and the canary's presence (its schedule, its world and, where sampled, its coins,
+    not drawn at q = 1), each stretch drawn alone from the counter-based stream."""
+    noise = normal_range(k_noise, first * dim, size * dim, dtype)
+    t = first + jnp.arange(1, size + 1, dtype=jnp.int32)
+    present = schedule.mask(t) & present_all
+    if coins:
+        present = jax.lax.cond(
+            q >= 1.0,
+            lambda: present,
+            lambda: present & _bernoulli(bits_range(k_coin, first, size), q),
+        )
+    return noise, t, present
+
+
 def _run_in_segments(mechanism, canary_in, k_noise, k_coin, counts, release, coins, q, model):
     """`run_mechanism`'s scan, `SEGMENT_STEPS` steps at a time: each segment draws its own
     stretch of the noise and coins (`advsim._streams`: the same numbers as the up-front
@@ -318,15 +336,9 @@ def _run_in_segments(mechanism, canary_in, k_noise, k_coin, counts, release, coi
     schedule, present_all = mechanism.canary_schedule, jnp.asarray(canary_in)
 
     def advance(m, first, size: int):  # steps first + 1 .. first + size
-        noise = normal_range(k_noise, first * dim, size * dim, dtype)
-        t = first + jnp.arange(1, size + 1, dtype=jnp.int32)
-        present = schedule.mask(t) & present_all
-        if coins:
-            present = jax.lax.cond(
-                q >= 1.0,
-                lambda: present,
-                lambda: present & _bernoulli(bits_range(k_coin, first, size), q),
-            )
+        noise, t, present = _segment_draws(
+            k_noise, k_coin, schedule, present_all, coins, q, first, size, dim, dtype
+        )
         seg_counts = jax.lax.dynamic_slice_in_dim(counts, first, size, axis=0)
 
         def body(m, xs):
@@ -414,15 +426,9 @@ def run_any_steps(
     steps = jnp.asarray(steps, jnp.int32)
 
     def advance(m, first, size: int, masked: bool = False):  # steps first + 1 .. first + size
-        noise = normal_range(k_noise, first * dim, size * dim, dtype)
-        t = first + jnp.arange(1, size + 1, dtype=jnp.int32)
-        present = schedule.mask(t) & present_all
-        if coins:
-            present = jax.lax.cond(
-                q >= 1.0,
-                lambda: present,
-                lambda: present & _bernoulli(bits_range(k_coin, first, size), q),
-            )
+        noise, t, present = _segment_draws(
+            k_noise, k_coin, schedule, present_all, coins, q, first, size, dim, dtype
+        )
         if members:  # rows of bernoulli_from_bits(k_count, q, (T, n)): bits t*n .. t*n + n-1
             bits = bits_range(k_count, first * width, size * width).reshape(size, width)
             counts = _bernoulli(bits, mechanism.sampling_prob).astype(jnp.int32)
