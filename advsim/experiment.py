@@ -22,10 +22,9 @@ assumption-free (eps, delta) bound, held out by construction.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
-import math
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping
@@ -36,14 +35,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
+from advsim._exact_columns import (
+    BESIDE_THREAD,
+    EXACT_COLUMNS,
+    EXACT_MAX_WORK,
+    EXACT_REFINEMENTS,
+    EXACT_RTOL,
+    exact_columns,
+    exact_seconds_beside,
+)
 from advsim._limits import check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim._validation import check_delta, check_in_interval
 from advsim.adversaries import ThresholdSearch
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
-from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, grid_work, last_iterate_epsilon
 from advsim.streaming import audit_streaming
 
 __all__ = [
@@ -63,29 +70,6 @@ __all__ = [
     "run_threshold_search",
     "threshold_search",
 ]
-
-EXACT_COLUMNS = ("exact_epsilon", "exact_error", "exact_error_kind", "exact_note")
-"""The exact columns of a record or table row, in table order (`exact_columns`):
-`exact_epsilon`, the exact epsilon(delta) of the last model (the finest grid's value);
-`exact_error`, its numerical error as a refinement estimate (the change between the two
-finest grids, plus the lost mass's effect; never a bound); `exact_error_kind`, what the
-error is ("refinement estimate"); `exact_note`, why the columns are empty, where they are."""
-EXACT_REFINEMENTS = 3
-"""The most grids of the exact engine by default: 6, 12 and 24 nodes per noise sd (the
-engine's own default count, and the sweeps' most, `advsim audit` included); with
-`EXACT_RTOL` a row stops at the second grid once its error estimate is within it."""
-EXACT_RTOL = 1e-4
-"""The relative tolerance `exact_columns` asks of the exact engine's error estimate
-(`advsim.exact.last_iterate_epsilon`'s `rtol`): grids are added until the change between
-the two finest is at most 1e-4 of epsilon, or `EXACT_REFINEMENTS` grids are reached. A
-row thus drops the third grid only where its estimate is already within 1e-4 (the fixed
-three grids state errors up to about 1e-3 of epsilon on the accuracy table's rows,
-`docs/guide/exact.md`), and keeps the three-grid value and error otherwise."""
-EXACT_MAX_WORK = 1e8
-"""`exact_columns` skips (with a note) a mechanism whose coarsest grid holds more than this
-many nodes x steps (x count components): about a minute of CPU and more. The linear
-process at T = 1000 takes 1.5e7 (10 s with its compilation); at T = 10^4, q = 0.001,
-sigma = 0.8 it takes 8.9e8 (over 20 minutes)."""
 
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 """Steps of the built-in experiment (the last-iterate paper's gradient-canary setting, Figure 3
@@ -227,11 +211,12 @@ _COMPILE_EVENTS = (
 @contextlib.contextmanager
 def _stopwatch() -> Iterator[dict]:
     """Yields `{"wall": s, "compile": s}`, filled on exit: the block's wall time and the
-    part of it JAX spent compiling (measured by `jax.monitoring`'s duration events)."""
+    part of it JAX spent compiling (measured by `jax.monitoring`'s duration events, but
+    those of a sweep's `ExactBeside` thread, `BESIDE_THREAD`: not this block's work)."""
     clock = {"wall": 0.0, "compile": 0.0}
 
     def listener(event: str, seconds: float, **_) -> None:
-        if event in _COMPILE_EVENTS:
+        if event in _COMPILE_EVENTS and threading.current_thread().name != BESIDE_THREAD:
             clock["compile"] += seconds
 
     jax.monitoring.register_event_duration_secs_listener(listener)
@@ -241,144 +226,6 @@ def _stopwatch() -> Iterator[dict]:
     finally:
         clock["wall"] = time.perf_counter() - start
         jax.monitoring.unregister_event_duration_listener(listener)
-
-
-#: Finished exact results (`exact_columns`), by mechanism and settings: the last ones kept.
-_EXACT_CACHE: collections.OrderedDict = collections.OrderedDict()
-_EXACT_CACHE_SIZE = 1024
-
-
-def _fingerprint(mechanism) -> tuple | None:
-    """A hashable key of everything that determines a mechanism's law: its pytree structure
-    (class and static fields) and its leaves' values; None where one cannot be made."""
-    try:
-        leaves, treedef = jax.tree.flatten(mechanism)
-        parts = []
-        for leaf in leaves:
-            if isinstance(leaf, bool | int | float | complex | str | None):
-                parts.append((type(leaf).__name__, leaf))
-            else:
-                a = np.asarray(leaf)
-                if a.dtype == object:
-                    return None
-                parts.append((a.dtype.str, a.shape, a.tobytes()))
-        key = (treedef, tuple(parts))
-        hash(key)
-        return key
-    except (TypeError, ValueError):  # an unhashable static field, a leaf numpy cannot read
-        return None
-
-
-def exact_columns(
-    mechanism: AbstractMechanism,
-    delta: float,
-    *,
-    refinements: int = EXACT_REFINEMENTS,
-    rtol: float | None = EXACT_RTOL,
-    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    max_work: float | None = EXACT_MAX_WORK,
-    progress: bool | None = False,
-) -> dict:
-    """The `EXACT_COLUMNS` of a mechanism: the exact epsilon(delta) of its last model where
-    it has the capability, else empty with the reason.
-
-    A mechanism has the capability when it is an `advsim.AbstractScalarLaw` that passes
-    `advsim.exact.check_scalar_law` (scalar model, gradients functions of (m, t), no
-    per-example data): then `advsim.exact.last_iterate_epsilon(mechanism, delta,
-    refinements=..., rtol=..., cells_per_sd=...)` gives `exact_epsilon` (the finest grid's
-    value) and `exact_error` (the change between the two finest grids: a refinement
-    estimate, not a bound: `exact_error_kind`), on the adaptive ladder: grids are added
-    until that error is at most `rtol` times epsilon, at least 2, at most `refinements`
-    (a row that does not reach it keeps the finest grid's value and error). A
-    mechanism without it (a vector model, per-example data) gets None in every column and
-    the reason in `exact_note`; so does one the engine refuses at these parameters (a grid
-    over the memory cap, mass leaving the grid, a field not finite), with the engine's
-    message, and one whose coarsest grid exceeds `max_work` nodes x steps (minutes of
-    CPU: call `advsim.exact.last_iterate_epsilon` for it): nothing is raised for a missing
-    exact value.
-
-    Each distinct mechanism (class, static fields and array values) is computed once per
-    process: a replicate, or any later row with the same mechanism and settings, reuses it.
-
-    Args:
-        mechanism: any advsim mechanism (for an audit: the one the adversary crafted).
-        delta: delta in (0, 1).
-        refinements: the most grids, each twice as fine as the last (2-6); with
-            `rtol=None`, the exact count (1-6, where 1 gives no estimate).
-        rtol: the relative tolerance on the error estimate, in (0, 1), or None for a fixed
-            `refinements` grids (default `EXACT_RTOL`, 1e-4).
-        cells_per_sd: nodes per noise sd of the coarsest grid.
-        max_work: the largest coarsest grid computed, in nodes x steps x count components
-            (None: no limit).
-        progress: the engine's tqdm bar over the steps (None: automatic for long runs).
-
-    Returns:
-        `{"exact_epsilon", "exact_error", "exact_error_kind", "exact_note"}`.
-    """
-    delta = check_delta("delta", delta)
-    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
-    if rtol is not None:
-        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
-        if refinements < 2:
-            raise ValueError(
-                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
-                f"grids), got {refinements!r}"
-            )
-    empty = dict.fromkeys(EXACT_COLUMNS)
-    try:
-        check_scalar_law(mechanism)
-    except (TypeError, ValueError) as err:
-        return {**empty, "exact_note": f"no exact value: {_message(err)}"}
-    key = _fingerprint(mechanism)
-    if key is not None:
-        key = (key, float(delta), int(refinements), rtol, float(cells_per_sd), max_work)
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            found = _EXACT_CACHE[key]
-            _EXACT_CACHE.move_to_end(key)
-            return dict(found)
-    out = _exact_or_note(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress)
-    if key is not None:
-        with contextlib.suppress(TypeError, ValueError):
-            _EXACT_CACHE[key] = dict(out)
-            while len(_EXACT_CACHE) > _EXACT_CACHE_SIZE:
-                _EXACT_CACHE.popitem(last=False)
-    return out
-
-
-def _exact_or_note(
-    mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress
-) -> dict:
-    empty = dict.fromkeys(EXACT_COLUMNS)
-    try:
-        if max_work is not None:
-            work = grid_work(mechanism, cells_per_sd)
-            if work > max_work:
-                return {**empty, "exact_note": (
-                    f"skipped: the exact engine's coarsest grid would be {work:.2g} nodes x "
-                    f"steps x count components ({mechanism.steps:,} steps; above max_work = "
-                    f"{max_work:.2g}: minutes of CPU); call advsim.exact.last_iterate_epsilon"
-                )}  # fmt: skip
-        result = last_iterate_epsilon(
-            mechanism, delta, refinements=refinements, rtol=rtol, cells_per_sd=cells_per_sd,
-            progress=progress,
-        )  # fmt: skip
-    except (ValueError, ArithmeticError) as err:  # out of the engine's reach (ValueError:
-        # a grid over the memory cap, a parameter; FloatingPointError: lost mass, a field)
-        return {**empty, "exact_note": f"exact engine: {_message(err)}"}
-    error = float(result.error)
-    note = None
-    if not math.isfinite(error):  # nan: one grid; inf: the engine's estimate is unbounded
-        note = f"exact_error is {error}: no finite refinement estimate (advsim.exact)"
-    return {
-        "exact_epsilon": float(result.epsilon),
-        "exact_error": error,
-        "exact_error_kind": result.error_kind,
-        "exact_note": note,
-    }
-
-
-def _message(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
 
 
 def run_audit(
@@ -681,7 +528,8 @@ def _timed_exact_columns(
     crafted: AbstractMechanism, delta: float, *, exact: bool, refinements: int, progress
 ) -> tuple[dict, float]:
     """`(the EXACT_COLUMNS, seconds they took)`: `exact_columns` of the crafted mechanism
-    with `exact`, else empty columns and 0 s."""
+    with `exact`, else empty columns and 0 s. Where a sweep's `ExactBeside` computed them
+    beside the simulation, the seconds are those the computation took there."""
     if not exact:
         return dict.fromkeys(EXACT_COLUMNS), 0.0
     with _stopwatch() as exact_clock:
@@ -691,7 +539,8 @@ def _timed_exact_columns(
             refinements=refinements,
             progress=False if progress is False else None,
         )
-    return exact_cols, exact_clock["wall"]
+    beside = exact_seconds_beside(crafted, delta, refinements=refinements)
+    return exact_cols, exact_clock["wall"] if beside is None else beside
 
 
 def _result_columns(result, bounds: Mapping) -> dict:

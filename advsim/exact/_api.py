@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from collections.abc import Sequence
 
@@ -75,6 +76,21 @@ CHUNK = 100
 MASS_FLOOR = 1e-14
 """Masses below this (relative to a total of 1) are at the level of the rounding of the FFT
 convolutions (float64, ~1e-16 per step and node) and carry no information."""
+
+
+#: A thread's request to stop (`stop_when`): its `event`, checked between chunks of steps.
+_STOP = threading.local()
+
+
+class Stopped(Exception):
+    """Raised by the engine on a thread whose `stop_when` event is set (between chunks of
+    steps): a computation abandoned, by `advsim._exact_columns.ExactBeside`."""
+
+
+def stop_when(event: threading.Event | None) -> None:
+    """On the calling thread, makes the engine raise `Stopped` at its next chunk of steps
+    once `event` is set (None: never)."""
+    _STOP.event = event
 
 
 def resolution_limit(delta: float) -> float:
@@ -287,6 +303,9 @@ def _run_level(
         first = np.full(len(mechs), plan.nodes)
         last = np.full(len(mechs), -1)
         for t0 in range(1, steps + 1, chunk):
+            stop = getattr(_STOP, "event", None)
+            if stop is not None and stop.is_set():
+                raise Stopped(f"stopped at step {t0} of {steps}")
             state, rec = advance(
                 stacked,
                 plan,

@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 import advsim.experiment as experiment
+import advsim._exact_columns as _exact_columns
 from advsim.cli import main
 from advsim.cli._audit import _shows_exact
 from advsim.exact import GridTooLargeError, last_iterate_epsilon
@@ -48,8 +49,8 @@ def engine_calls(monkeypatch):
         calls.append(type(mechanism).__name__)
         return last_iterate_epsilon(mechanism, delta, **kwargs)
 
-    monkeypatch.setattr(experiment, "_EXACT_CACHE", type(experiment._EXACT_CACHE)())
-    monkeypatch.setattr(experiment, "last_iterate_epsilon", counted)
+    monkeypatch.setattr(_exact_columns, "_EXACT_CACHE", type(_exact_columns._EXACT_CACHE)())
+    monkeypatch.setattr(_exact_columns, "last_iterate_epsilon", counted)
     return calls
 
 
@@ -156,8 +157,8 @@ def test_exact_false_turns_it_off(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the exact engine ran with exact = false")
 
-    monkeypatch.setattr(experiment, "last_iterate_epsilon", refuse)
-    monkeypatch.setattr(experiment, "_EXACT_CACHE", type(experiment._EXACT_CACHE)())
+    monkeypatch.setattr(_exact_columns, "last_iterate_epsilon", refuse)
+    monkeypatch.setattr(_exact_columns, "_EXACT_CACHE", type(_exact_columns._EXACT_CACHE)())
     config = _bounds(
         {"name": "linear", "sampling_prob": 0.5, "noise_multiplier": 2.0},
         {"steps": [1, 2]},
@@ -196,8 +197,8 @@ def test_an_engine_refusal_is_a_note_not_a_failed_cell(tmp_path, monkeypatch):
     def too_large(*args, **kwargs):
         raise GridTooLargeError("the exact propagation needs a grid of 10 nodes")
 
-    monkeypatch.setattr(experiment, "last_iterate_epsilon", too_large)
-    monkeypatch.setattr(experiment, "_EXACT_CACHE", type(experiment._EXACT_CACHE)())
+    monkeypatch.setattr(_exact_columns, "last_iterate_epsilon", too_large)
+    monkeypatch.setattr(_exact_columns, "_EXACT_CACHE", type(_exact_columns._EXACT_CACHE)())
     (row,) = run_sweep(
         _bounds({"name": "linear", "sampling_prob": 0.5, "noise_multiplier": 2.0}, {"steps": [1]}),
         tmp_path / "s",
