@@ -31,7 +31,7 @@ from advsim._dpsgd import (
     any_steps_draws,
     dpsgd_update,
     gathers_sampled_examples,
-    run_any_steps,
+    run_any_steps_lanes,
     run_mechanism,
 )
 from advsim._limits import MAX_SEED, check_chunk_size, check_trials
@@ -514,9 +514,14 @@ def steps_readers(
     if isinstance(mechanism, AbstractProjected):
         calls["project"] = (lambda m, x: m.project(x), model)
     name = type(mechanism).__name__
-    out = [f"{name}.{k}" for k, (fn, *args) in calls.items() if not _same_program(fn, mechanism, *args)]
+    out = [
+        f"{name}.{k}" for k, (fn, *args) in calls.items() if not _same_program(fn, mechanism, *args)
+    ]
     if adversary is not None:
-        score = (lambda m, a, x: a.score(m, x))
+
+        def score(m, a, x):
+            return a.score(m, x)
+
         if not _same_program(score, mechanism, adversary, model):
             out.append(f"{type(adversary).__name__}.score")
     del present, counts, noise
@@ -720,19 +725,23 @@ def _chunk_scores(
 
         def one(i):
             run_key = jax.random.fold_in(key, i)
-            if steps_ is None:
-                out = run_mechanism(
-                    mech, canary, key=run_key, release=release, count_samplers=samplers_
-                )
-            else:
-                out = run_any_steps(mech, canary, steps_, key=run_key)
+            out = run_mechanism(
+                mech, canary, key=run_key, release=release, count_samplers=samplers_
+            )
             return adv.score(mech, out)
+
+        def lanes(idx):  # the runs of `idx`, side by side
+            if steps_ is None:
+                return jax.vmap(one)(idx)
+            keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(idx)
+            models = run_any_steps_lanes(mech, canary, steps_, keys=keys)
+            return jax.vmap(adv.score, in_axes=(None, 0))(mech, models)
 
         offset = (jax.lax.axis_index("trials") * share).astype(jnp.uint32)
         idx = first + offset + jnp.arange(share, dtype=jnp.uint32)
-        rows, lanes = idx.reshape(-1, width), jax.vmap(one)
-        out = jax.vmap(lanes)(rows) if parallel_lanes else jax.lax.map(lanes, rows)
-        return out.reshape(-1)
+        if parallel_lanes:  # all of the device's runs side by side
+            return lanes(idx)
+        return jax.lax.map(lanes, idx.reshape(-1, width)).reshape(-1)
 
     # check_vma=False: a mechanism's scan need not mark its carries as device-varying.
     shard = jax.shard_map(

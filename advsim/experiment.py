@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import threading
 import time
 import warnings
@@ -211,13 +212,17 @@ _COMPILE_EVENTS = (
 @contextlib.contextmanager
 def _stopwatch() -> Iterator[dict]:
     """Yields `{"wall": s, "compile": s}`, filled on exit: the block's wall time and the
-    part of it JAX spent compiling (measured by `jax.monitoring`'s duration events, but
-    those of a sweep's `ExactBeside` thread, `BESIDE_THREAD`: not this block's work)."""
+    part of it JAX spent compiling: the union of the intervals of `jax.monitoring`'s
+    duration events (tracing, lowering, compiling), so that a nested trace (a jitted
+    function called inside a traced one) is not counted twice, and without those of a
+    sweep's `ExactBeside` thread (`BESIDE_THREAD`: not this block's work)."""
     clock = {"wall": 0.0, "compile": 0.0}
+    spans = []
 
     def listener(event: str, seconds: float, **_) -> None:
         if event in _COMPILE_EVENTS and threading.current_thread().name != BESIDE_THREAD:
-            clock["compile"] += seconds
+            end = time.perf_counter()  # the event is recorded as its interval ends
+            spans.append((end - seconds, end))
 
     jax.monitoring.register_event_duration_secs_listener(listener)
     start = time.perf_counter()
@@ -226,6 +231,17 @@ def _stopwatch() -> Iterator[dict]:
     finally:
         clock["wall"] = time.perf_counter() - start
         jax.monitoring.unregister_event_duration_listener(listener)
+        clock["compile"] = _covered(spans)
+
+
+def _covered(spans) -> float:
+    """The length of the union of intervals `(start, end)`."""
+    total, reach = 0.0, -math.inf
+    for lo, hi in sorted(spans):
+        if hi > reach:
+            total += hi - max(lo, reach)
+            reach = hi
+    return total
 
 
 def run_audit(

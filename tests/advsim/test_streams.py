@@ -67,6 +67,39 @@ def test_the_generator_in_use_is_supported_and_others_are_not():
         jax.config.update("jax_threefry_partitionable", True)
 
 
+def test_a_passed_check_is_remembered_where_a_compilation_cache_is_on(tmp_path, monkeypatch):
+    memo = tmp_path / "advsim-streams.ok"
+    monkeypatch.setattr(streams, "_memo", lambda dtype_name: memo)
+    streams._checked.cache_clear()
+    try:
+        assert streams._checked("float32") and memo.is_file()  # compared, then remembered
+        streams._checked.cache_clear()
+        monkeypatch.setattr(streams, "_compare", lambda dtype: pytest.fail("compared again"))
+        assert streams._checked("float32")  # read from the memo
+        memo.unlink()
+        streams._checked.cache_clear()
+        monkeypatch.setattr(streams, "_compare", lambda dtype: False)  # a JAX that differs
+        assert not streams._checked("float32") and not memo.exists()  # never remembered
+    finally:
+        streams._checked.cache_clear()
+
+
+def test_the_memo_is_named_by_jax_jaxlib_backend_and_dtype(tmp_path):
+    import jaxlib
+
+    before = jax.config.jax_compilation_cache_dir
+    assert before is None  # the tests run without a persistent cache (tests/conftest.py)
+    assert streams._memo("float32") is None
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+    try:
+        path = streams._memo("float64")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
+    assert path.parent == tmp_path
+    for part in (jax.__version__, jaxlib.__version__, jax.default_backend(), "float64"):
+        assert part in path.name
+
+
 def _runs(mech, release: str, keys) -> list:
     run = jax.jit(
         jax.vmap(
