@@ -307,7 +307,8 @@ def run_audit(
         exact: also fill the record's `EXACT_COLUMNS` with `exact_columns` of the crafted
             mechanism (empty, with the reason, where it lacks the capability). Off by
             default here: a first call for a new shape compiles the engine (seconds).
-        exact_refinements: the exact engine's grids (`exact_columns`).
+        exact_refinements: the most grids of the exact engine (`exact_columns`: it stops
+            earlier once its error estimate is within `EXACT_RTOL` of epsilon).
         streaming: audit by a pilot-planned, counted streaming audit (above).
         pilot_runs: with `streaming`, the pilot's runs per world, in [2, trials] (default
             `advsim.streaming.default_pilot_runs(trials)`: 10% of trials within

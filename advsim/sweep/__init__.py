@@ -89,12 +89,16 @@ cells (a vector model, per-example data) leave them empty, with the reason in
 leaving the grid) or whose grid would take minutes (over
 `advsim.experiment.EXACT_MAX_WORK` nodes x steps, e.g. the linear process at T = 10^4
 with q = 0.001: call `advsim.exact` for it): a missing exact value never fails a cell.
-It is on by default; the engine compiles once per shape (each T, each grid size: a few
-seconds each), so `exact = false` in `[sweep]` turns it off (`exact_refinements = N`,
-2 to 6, default 3: the engine's grids). Each distinct mechanism is computed once per
-process, so replicates and repeated parameters reuse it; each cell's value is computed on
-its own grid, never batched with other cells, so it does not depend on which other cells
-exist (a resumed sweep gives the uninterrupted table). Its time is `exact_time_s`,
+It is on by default; the engine compiles one propagation per grid shape for every T of a
+mechanism (a few seconds each) and adds grids until its error estimate is within
+`advsim.experiment.EXACT_RTOL` of epsilon; `exact = false` in `[sweep]` turns it off
+(`exact_refinements = N`, 2 to 6, default 3: the most grids). Each distinct mechanism is
+computed once per process, so replicates and repeated parameters reuse it; each cell's
+value is computed on its own grid, never batched with other cells, so it does not depend
+on which other cells exist (a resumed sweep gives the uninterrupted table). An audit
+sweep run locally computes the exact columns of its cells from the second on beside the
+simulations, on a thread of its own (`advsim._exact_columns.ExactBeside`: the same
+values). Its time is `exact_time_s`, what the computation took wherever it ran,
 compilation included.
 
 The audit method defaults to "family" (the last-iterate paper's) for a mechanism class in
