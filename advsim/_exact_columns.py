@@ -38,7 +38,7 @@ __all__ = [
     "EXACT_RTOL",
     "ExactBeside",
     "exact_columns",
-    "exact_seconds_beside",
+    "timed_exact_columns",
 ]
 
 EXACT_COLUMNS = ("exact_epsilon", "exact_error", "exact_error_kind", "exact_note")
@@ -74,7 +74,7 @@ _EXACT_LOCK = threading.Lock()
 #: The name of an `ExactBeside`'s thread (the audit's stopwatches leave its compilations out).
 BESIDE_THREAD = "advsim-exact-beside"
 #: Seconds each value computed by an `ExactBeside` took, by key, until a caller reads them
-#: (`exact_seconds_beside`).
+#: (`timed_exact_columns`).
 _SECONDS_BESIDE: dict = {}
 
 
@@ -145,13 +145,32 @@ def exact_columns(
     Returns:
         `{"exact_epsilon", "exact_error", "exact_error_kind", "exact_note"}`.
     """
+    return timed_exact_columns(
+        mechanism, delta, refinements=refinements, rtol=rtol, cells_per_sd=cells_per_sd,
+        max_work=max_work, progress=progress,
+    )[0]  # fmt: skip
+
+
+def timed_exact_columns(
+    mechanism: AbstractMechanism,
+    delta: float,
+    *,
+    refinements: int = EXACT_REFINEMENTS,
+    rtol: float | None = EXACT_RTOL,
+    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
+    max_work: float | None = EXACT_MAX_WORK,
+    progress: bool | None = False,
+) -> tuple[dict, float | None]:
+    """`(exact_columns(...), seconds)`: the seconds its computation took, here or on an
+    `ExactBeside` thread (reported once, to the first caller that reads the value), or
+    None for a value found in the cache."""
     delta, refinements, rtol = _checked(delta, refinements, rtol)
-    empty = dict.fromkeys(EXACT_COLUMNS)
     try:
         check_scalar_law(mechanism)
     except (TypeError, ValueError) as err:
-        return {**empty, "exact_note": f"no exact value: {_message(err)}"}
-    return _columns(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress)[0]
+        note = f"no exact value: {_message(err)}"
+        return {**dict.fromkeys(EXACT_COLUMNS), "exact_note": note}, None
+    return _columns(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress)
 
 
 def _checked(delta, refinements, rtol) -> tuple:
@@ -189,7 +208,7 @@ def _columns(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progre
                 break
             if found is not None:
                 _EXACT_CACHE.move_to_end(key)
-                return dict(found), None
+                return dict(found), _SECONDS_BESIDE.pop(key, None)
             running = _EXACT_RUNNING.get(key)
             if running is None:
                 _EXACT_RUNNING[key] = threading.Event()
@@ -200,16 +219,19 @@ def _columns(mechanism, delta, refinements, rtol, cells_per_sd, max_work, progre
         out = _exact_or_note(
             mechanism, delta, refinements, rtol, cells_per_sd, max_work, progress
         )  # fmt: skip
+        seconds = time.perf_counter() - tic
         if key is not None:
             with _EXACT_LOCK:
                 _EXACT_CACHE[key] = dict(out)
                 while len(_EXACT_CACHE) > _EXACT_CACHE_SIZE:
                     _EXACT_CACHE.popitem(last=False)
+                if threading.current_thread().name == BESIDE_THREAD:  # for its reader
+                    _SECONDS_BESIDE[key] = seconds
     finally:
         if key is not None:
             with _EXACT_LOCK:
                 _EXACT_RUNNING.pop(key).set()
-    return out, time.perf_counter() - tic
+    return out, seconds
 
 
 def _exact_or_note(
@@ -257,7 +279,7 @@ class ExactBeside:
     arguments but `progress`), or None to skip it. Its value goes into the cache that
     `exact_columns` reads, and a foreground call that asks for it while it is being
     computed waits for it: no value is computed twice. The seconds each took are kept
-    for `exact_seconds_beside`. A job that raises is skipped (the foreground call
+    for `timed_exact_columns`. A job that raises is skipped (the foreground call
     computes it, and raises, where it belongs).
 
     `stop()` asks the thread to stop (between jobs, and inside the engine between its
@@ -292,24 +314,7 @@ class ExactBeside:
                 if made is None:
                     continue
                 mechanism, delta, settings = made
-                settings = {
-                    "refinements": EXACT_REFINEMENTS, "rtol": EXACT_RTOL,
-                    "cells_per_sd": DEFAULT_CELLS_PER_SD, "max_work": EXACT_MAX_WORK,
-                    **settings,
-                }  # fmt: skip
-                delta, refinements, rtol = _checked(
-                    delta, settings["refinements"], settings["rtol"]
-                )  # fmt: skip
-                check_scalar_law(mechanism)
-                key = _key(mechanism, delta, refinements, rtol, settings["cells_per_sd"],
-                           settings["max_work"])  # fmt: skip
-                _, seconds = _columns(
-                    mechanism, delta, refinements, rtol, settings["cells_per_sd"],
-                    settings["max_work"], False,
-                )  # fmt: skip
-                if key is not None and seconds is not None:
-                    with _EXACT_LOCK:
-                        _SECONDS_BESIDE[key] = seconds
+                timed_exact_columns(mechanism, delta, **settings, progress=False)
             except Stopped:
                 return
             except Exception:  # noqa: BLE001, S112 (the foreground call raises it)
@@ -321,20 +326,3 @@ class ExactBeside:
             self._stop.set()
         self._thread.join()
 
-
-def exact_seconds_beside(
-    mechanism: AbstractMechanism,
-    delta: float,
-    *,
-    refinements: int = EXACT_REFINEMENTS,
-    rtol: float | None = EXACT_RTOL,
-    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    max_work: float | None = EXACT_MAX_WORK,
-) -> float | None:
-    """The seconds an `ExactBeside` took to compute this `exact_columns` value, once (the
-    first caller gets them, later ones None); None where none computed it."""
-    key = _key(mechanism, delta, refinements, rtol, cells_per_sd, max_work)
-    if key is None:
-        return None
-    with _EXACT_LOCK:
-        return _SECONDS_BESIDE.pop(key, None)

@@ -43,7 +43,7 @@ from advsim._exact_columns import (
     EXACT_REFINEMENTS,
     EXACT_RTOL,
     exact_columns,
-    exact_seconds_beside,
+    timed_exact_columns,
 )
 from advsim._limits import check_trials
 from advsim._mechanism import AbstractMechanism
@@ -550,14 +550,13 @@ def _timed_exact_columns(
     if not exact:
         return dict.fromkeys(EXACT_COLUMNS), 0.0
     with _stopwatch() as exact_clock:
-        exact_cols = exact_columns(
+        exact_cols, seconds = timed_exact_columns(
             crafted,
             delta,
             refinements=refinements,
             progress=False if progress is False else None,
         )
-    beside = exact_seconds_beside(crafted, delta, refinements=refinements)
-    return exact_cols, exact_clock["wall"] if beside is None else beside
+    return exact_cols, exact_clock["wall"] if seconds is None else seconds
 
 
 def _result_columns(result, bounds: Mapping) -> dict:

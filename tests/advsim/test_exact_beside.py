@@ -58,10 +58,11 @@ def test_values_beside_are_the_foreground_values(fresh, monkeypatch):
     beside.stop(finish=True)
     assert [name for _, name in fresh] == [ec.BESIDE_THREAD] * 2
     for m, expected in zip(mechs, foreground, strict=True):
-        seconds = ec.exact_seconds_beside(m, DELTA, refinements=2)
-        assert seconds is not None and seconds > 0
-        assert ec.exact_seconds_beside(m, DELTA, refinements=2) is None  # read once
-        assert exact_columns(m, DELTA, refinements=2) == expected  # equal, not close
+        cols, seconds = ec.timed_exact_columns(m, DELTA, refinements=2)
+        assert seconds is not None and seconds > 0  # what the thread's computation took
+        assert ec.timed_exact_columns(m, DELTA, refinements=2)[1] is None  # read once
+        assert cols == expected  # equal, not close
+        assert exact_columns(m, DELTA, refinements=2) == expected
         truth = heuristic_epsilon(DELTA, m.accounting())  # Theorem 1, arXiv:2410.06186
         err = max(expected["exact_error"], 1e-9)
         assert abs(expected["exact_epsilon"] - truth) < 10 * err + 1e-3 * truth
