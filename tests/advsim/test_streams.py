@@ -87,11 +87,13 @@ def test_a_passed_check_is_remembered_where_a_compilation_cache_is_on(tmp_path, 
 def test_the_memo_is_named_by_jax_jaxlib_backend_and_dtype(tmp_path):
     import jaxlib
 
+    # The tests run without a persistent cache (tests/conftest.py), but CI turns one on
+    # for the whole run (.ci/run): both states are set here, and the one found restored.
     before = jax.config.jax_compilation_cache_dir
-    assert before is None  # the tests run without a persistent cache (tests/conftest.py)
-    assert streams._memo("float32") is None
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
     try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        assert streams._memo("float32") is None  # no cache, no memo
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path))
         path = streams._memo("float64")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
