@@ -29,6 +29,16 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
   horizons, composition and GDP that are never above the exact ones, for certifying a
   violation (`advsim.audits.certify_violation`).
 
+**A bound is a value plus what it assumes.** `AbstractBound` (with `Assumption` values
+such as `Convex`, `StronglyConvex`, `Smooth`, `LipschitzWithinClip`, `HolderGradients`,
+`BoundedDomain`, `FullBatch`, `PoissonBatches`, `CyclicBatches`, `ConstantStepSize`,
+`StepSizeAtMost`) takes a process and refuses one outside its assumptions
+(`AssumptionError`, naming each that fails); `ProcessFacts` is what a process certifies.
+Today's bounds are instances: `LastIterateHeuristic`, `HeuristicMaxOverSteps`,
+`Composition`, `FullBatchGDP`, `ShiftedInterpolation`, and from the literature
+`StronglyConvexGDP` (Bok, Su and Altschuler's strongly convex case); `advsim.testing.check_bound`
+checks any of them against the exact epsilon. `renyi_epsilon` converts a Renyi-DP curve.
+
 The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
 sampling_prob, noise_multiplier, canary_steps=n)`, or the record of the run,
 `heuristic_epsilon(delta, mechanism.accounting())`. A record with a learning-rate schedule
@@ -37,6 +47,26 @@ $\mathcal{N}(0, s^2)$ with $X = \sum_t \eta_t b_t$, $s = \sigma\sqrt{\sum_t \eta
 composition and full batch do not depend on it; the bounds that assume one rate refuse it.
 """
 
+from advsim.bounds._abstract import AbstractBound, AssumptionError
+from advsim.bounds._assumptions import (
+    Assumption,
+    BoundedDomain,
+    ConstantStepSize,
+    Convex,
+    CyclicBatches,
+    FullBatch,
+    HolderGradients,
+    Linear,
+    LipschitzWithinClip,
+    PoissonBatches,
+    ProcessFacts,
+    RegularizerAsExample,
+    Smooth,
+    StepSizeAtMost,
+    StronglyConvex,
+    process_facts,
+    run_facts,
+)
 from advsim.bounds._calibrate import calibrate_noise_multiplier, calibrate_noise_multipliers
 from advsim.bounds._composition import (
     bounds_for,
@@ -51,6 +81,13 @@ from advsim.bounds._heuristic import (
     heuristic_epsilon_curve,
     heuristic_epsilon_max_over_steps,
 )
+from advsim.bounds._instances import (
+    Composition,
+    FullBatchGDP,
+    HeuristicMaxOverSteps,
+    LastIterateHeuristic,
+    ShiftedInterpolation,
+)
 from advsim.bounds._landscape import (
     ORIENTATIONS,
     hockey_stick_epsilon,
@@ -59,6 +96,7 @@ from advsim.bounds._landscape import (
     two_step_gdp_curve,
     two_step_tradeoff,
 )
+from advsim.bounds._literature import StronglyConvexGDP
 from advsim.bounds._mixture import (
     merge_atoms,
     mixture_delta,
@@ -67,10 +105,18 @@ from advsim.bounds._mixture import (
     mixture_tradeoff,
 )
 from advsim.bounds._quadratic import quadratic_exact_epsilon, quadratic_law
+from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
 from advsim.bounds._shifted_interpolation import (
     ShiftedInterpolationBound,
     shifted_interpolation_bound,
     shifted_interpolation_epsilon,
+)
+from advsim.bounds._strongly_convex import (
+    StronglyConvexGDPBound,
+    contraction_gdp_mu,
+    noisy_gd_strongly_convex_mu,
+    strongly_convex_gdp_bound,
+    strongly_convex_gdp_epsilon,
 )
 from advsim.bounds._tradeoff import (
     TRADEOFF_VDI,
@@ -93,6 +139,38 @@ from advsim.bounds._violation_curves import (
 )
 
 __all__ = [
+    "AbstractBound",
+    "Assumption",
+    "AssumptionError",
+    "BoundedDomain",
+    "Composition",
+    "ConstantStepSize",
+    "Convex",
+    "CyclicBatches",
+    "FullBatch",
+    "FullBatchGDP",
+    "HeuristicMaxOverSteps",
+    "HolderGradients",
+    "LastIterateHeuristic",
+    "Linear",
+    "LipschitzWithinClip",
+    "PoissonBatches",
+    "ProcessFacts",
+    "RENYI_ORDERS",
+    "RegularizerAsExample",
+    "ShiftedInterpolation",
+    "Smooth",
+    "StepSizeAtMost",
+    "StronglyConvex",
+    "StronglyConvexGDP",
+    "StronglyConvexGDPBound",
+    "contraction_gdp_mu",
+    "noisy_gd_strongly_convex_mu",
+    "strongly_convex_gdp_bound",
+    "strongly_convex_gdp_epsilon",
+    "process_facts",
+    "renyi_epsilon",
+    "run_facts",
     "CURVE_MARGIN",
     "LowerCurve",
     "ORIENTATIONS",

@@ -29,6 +29,11 @@ lets hypothesis search the parameter space for a violation:
   one scalar score per run, determinism, finite scores, the sign: higher means "canary
   in"), which raise an AssertionError naming the check that failed (`MECHANISM_CHECKS`,
   `ADVERSARY_CHECKS` and `SIGN_LEVEL` name the checks and the sign test's level);
+- `check_bound(bound, examples=N)`: draws constructions meeting an
+  `advsim.bounds.AbstractBound`'s declared assumptions (`constructions`, built to have
+  each property), compares the bound with each exact epsilon, raises `BoundViolation`
+  with a shrunk counterexample saved to a file (`load_construction` replays it) and
+  reports the tightness (`BoundCheck`);
 - `SETTINGS`, the hypothesis profile registered as `PROFILE = "advsim"` (derandomized, no
   deadline, no example database), so a property explores the same examples in every run.
   Importing this module registers the profile but loads nothing: use it explicitly,
@@ -55,6 +60,7 @@ except ImportError as err:  # pragma: no cover - only without the test extras
     ) from err
 
 from advsim._simulate import steps_readers
+from advsim.testing._check_bound import BoundCheck, BoundViolation, check_bound
 from advsim.testing._checks import (
     Calibration,
     assert_audit_below,
@@ -73,6 +79,12 @@ from advsim.testing._contract import (
     check_adversary,
     check_mechanism,
 )
+from advsim.testing._construction_files import (
+    construction_to_dict,
+    load_construction,
+    save_construction,
+)
+from advsim.testing._drawn import constructions
 from advsim.testing._exact import (
     ExactLikelihoodScore,
     assert_exact_below,
@@ -108,6 +120,13 @@ from advsim.testing._strategies import (
 )
 
 __all__ = [
+    "BoundCheck",
+    "BoundViolation",
+    "check_bound",
+    "construction_to_dict",
+    "constructions",
+    "load_construction",
+    "save_construction",
     "ADVERSARY_CHECKS",
     "MECHANISM_CHECKS",
     "PROFILE",

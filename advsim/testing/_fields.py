@@ -294,6 +294,13 @@ class _AbstractFieldConstruction(AbstractScalarLaw):
 
     # Host-side descriptions ---------------------------------------------------------
 
+    def facts(self):
+        """What this run certifies for the bounds' assumptions (`advsim.bounds.ProcessFacts`,
+        read off the fields term by term: `advsim.testing._facts`)."""
+        from advsim.testing._facts import field_facts
+
+        return field_facts(self)
+
     def _data_fields(self) -> list[ScalarField]:
         return [g for g, n in zip(self.groups, np.asarray(self.counts), strict=True) if n > 0]
 
