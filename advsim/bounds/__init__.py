@@ -36,7 +36,8 @@ such as `Convex`, `StronglyConvex`, `Smooth`, `LipschitzWithinClip`, `HolderGrad
 (`AssumptionError`, naming each that fails); `ProcessFacts` is what a process certifies.
 Today's bounds are instances: `LastIterateHeuristic`, `HeuristicMaxOverSteps`,
 `Composition`, `FullBatchGDP`, `ShiftedInterpolation`, and from the literature
-`StronglyConvexGDP` (Bok, Su and Altschuler's strongly convex case); `advsim.testing.check_bound`
+`StronglyConvexGDP` (Bok, Su and Altschuler's strongly convex case) and `LangevinRDP`
+(Chourasia, Ye and Shokri); `advsim.testing.check_bound`
 checks any of them against the exact epsilon. `renyi_epsilon` converts a Renyi-DP curve.
 
 The bounds of a DP-SGD run take either numbers, `heuristic_epsilon(delta, steps,
@@ -96,7 +97,17 @@ from advsim.bounds._landscape import (
     two_step_gdp_curve,
     two_step_tradeoff,
 )
-from advsim.bounds._literature import StronglyConvexGDP
+from advsim.bounds._langevin import (
+    LangevinBound,
+    chourasia_rdp,
+    langevin_bound,
+    langevin_epsilon,
+    langevin_rdp,
+    noisy_sgd_epsilon,
+    noisy_sgd_rdp,
+    ye_shokri_rdp,
+)
+from advsim.bounds._literature import LangevinRDP, StronglyConvexGDP
 from advsim.bounds._mixture import (
     merge_atoms,
     mixture_delta,
@@ -164,6 +175,15 @@ __all__ = [
     "StronglyConvex",
     "StronglyConvexGDP",
     "StronglyConvexGDPBound",
+    "LangevinBound",
+    "LangevinRDP",
+    "chourasia_rdp",
+    "langevin_bound",
+    "langevin_epsilon",
+    "langevin_rdp",
+    "noisy_sgd_epsilon",
+    "noisy_sgd_rdp",
+    "ye_shokri_rdp",
     "contraction_gdp_mu",
     "noisy_gd_strongly_convex_mu",
     "strongly_convex_gdp_bound",

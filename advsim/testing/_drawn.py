@@ -117,6 +117,9 @@ def constructions(
     strong_examples = [a for a in strong if a.of == "examples"]
     strong_objective = [a for a in strong if a.of == "objective"]
     smooth = bool(_find(assumptions, Smooth) or _find(assumptions, HolderGradients))
+    # A beta < 1 Holder constant on the line needs bounded terms (min(M h, 2S) <= M^b
+    # (2S)^(1-b) h^b); on a bounded domain every Lipschitz field is Holder.
+    holder_bounded = any(a.beta < 1.0 for a in _find(assumptions, HolderGradients))
     lipschitz = bool(_find(assumptions, LipschitzWithinClip))
     reg_within = bool(_find(assumptions, RegularizerAsExample))
     limits = _find(assumptions, StepSizeAtMost)
@@ -158,6 +161,11 @@ def constructions(
         projected = draw(projected_s)
         noise_sd = lr * sigma * c
         radius = draw(r_s) * noise_sd if projected else math.inf
+        if strong_objective and reg_within:
+            # A regularizer of slope > m with |r'| <= C on [-R, R] needs R < C / m.
+            m_min = max(a.minimum for a in strong_objective)
+            if m_min > 0:
+                radius = min(radius, c / (2.0 * m_min))
         n_groups = 0 if CyclicBatches in batch_kinds else draw(g_s)
         counts = [draw(st.integers(1, 3)) for _ in range(n_groups)]
         with_reg = not linear and draw(st.booleans()) or bool(strong_objective)
@@ -219,7 +227,7 @@ def constructions(
             )  # fmt: skip
             if smooth:
                 raw = raw.padded(knots=knots, bumps=bumps, jumps=jumps)
-            if lipschitz and not projected:  # bounded terms only on the line
+            if (lipschitz or holder_bounded) and not projected:  # bounded terms on the line
                 raw = _bounded_part(raw)
             # Scaled to the budgets left after the strong convexity's slope alpha_ex
             # (|alpha m| <= alpha R on the domain, alpha to the smoothness), which is

@@ -54,6 +54,15 @@ INSIDE = {
         learning_rate=0.5,
         **FULL,
     ),  # fmt: skip
+    "LangevinRDP": ScalarFieldConstruction(
+        6,
+        1.0,
+        1.0,
+        canary=ScalarField.constant(-1.0),
+        regularizer=ScalarField(0.0, 2.0),
+        learning_rate=0.3,
+        **FULL,
+    ),  # fmt: skip
     "StronglyConvexGDP": ScalarFieldConstruction(
         6,
         1.0,
@@ -178,6 +187,10 @@ def test_the_instances_keep_the_values_of_the_functions_they_wrap():
         6, noise_multiplier=1.0, clip_norm=1.0, lipschitz=1.0, strong_convexity=2.0,
         smoothness=2.0, learning_rate=0.3, num_examples=1, delta=DELTA,
     ).epsilon  # fmt: skip
+    assert bounds.LangevinRDP().epsilon(INSIDE["LangevinRDP"], DELTA) == bounds.langevin_epsilon(
+        DELTA, steps=6, noise_multiplier=1.0, clip_norm=1.0, lipschitz=1.0,
+        strong_convexity=2.0, smoothness=2.0, learning_rate=0.3, num_examples=1,
+    )  # fmt: skip
 
 
 def test_a_bad_delta_and_a_bad_process_are_named():
@@ -197,8 +210,8 @@ def test_a_user_bound_declares_and_is_checked():
 
     with pytest.raises(ValueError, match="must be >= 0"):
         HalfComposition().epsilon(INSIDE["FullBatchGDP"], DELTA)
+    acc = Accounting(steps=2, sampling_prob=1.0, noise_multiplier=1.0, canary_steps=(1, 2))
     facts = ProcessFacts(
-        accounting=Accounting(steps=2, sampling_prob=1.0, noise_multiplier=1.0, canary_steps=(1, 2)),
-        clip_norm=1.0, learning_rate=1.0, batching="fixed", canary_sampled=False,
-    )  # fmt: skip
+        accounting=acc, clip_norm=1.0, learning_rate=1.0, batching="fixed", canary_sampled=False
+    )
     assert HalfComposition().applies(facts)

@@ -122,6 +122,7 @@ def test_bad_arguments_are_named():
         bounds.FullBatchGDP(),
         bounds.ShiftedInterpolation(),
         bounds.StronglyConvexGDP(),
+        bounds.LangevinRDP(),
     ],
     ids=lambda b: b.name,
 )
