@@ -258,6 +258,15 @@ def _exact_or_note(
     note = None
     if not math.isfinite(error):  # nan: one grid; inf: the engine's estimate is unbounded
         note = f"exact_error is {error}: no finite refinement estimate (advsim.exact)"
+    elif not result.error_reliable:  # outside the regime where its coverage was measured
+        note = (
+            f"exact_error may not cover the actual error: observed order "
+            f"{result.observed_order:.3g} > 3, where the estimate's measured coverage failed"
+            f" (docs/guide/exact.md); the previous grid difference, "
+            f"{abs(result.differences[-2]):.3g}, covered every such case"
+            if math.isfinite(result.observed_order) and result.observed_order > 3.0
+            else "unresolved: epsilon beyond the grid's float64 resolution (advsim.exact)"
+        )
     return {
         "exact_epsilon": float(result.epsilon),
         "exact_error": error,

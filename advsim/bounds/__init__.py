@@ -103,9 +103,6 @@ from advsim.bounds._langevin import (
     langevin_bound,
     langevin_epsilon,
     langevin_rdp,
-    noisy_sgd_epsilon,
-    noisy_sgd_rdp,
-    ye_shokri_rdp,
 )
 from advsim.bounds._literature import LangevinRDP, StronglyConvexGDP
 from advsim.bounds._mixture import (
@@ -122,6 +119,7 @@ from advsim.bounds._shifted_interpolation import (
     shifted_interpolation_bound,
     shifted_interpolation_epsilon,
 )
+from advsim.bounds._shuffled import noisy_sgd_epsilon, noisy_sgd_rdp, ye_shokri_rdp
 from advsim.bounds._strongly_convex import (
     StronglyConvexGDPBound,
     contraction_gdp_mu,

@@ -27,17 +27,19 @@ import pytest
 from advsim.bounds._langevin import (
     ASSUMPTIONS,
     REFERENCE,
-    SGD_ASSUMPTIONS,
     LangevinBound,
     chourasia_rdp,
     langevin_bound,
     langevin_epsilon,
     langevin_rdp,
+)
+from advsim.bounds._renyi import renyi_epsilon
+from advsim.bounds._shuffled import (
+    SGD_ASSUMPTIONS,
     noisy_sgd_epsilon,
     noisy_sgd_rdp,
     ye_shokri_rdp,
 )
-from advsim.bounds._renyi import renyi_epsilon
 
 RUN = dict(
     noise_multiplier=1.3, clip_norm=2.0, lipschitz=1.5, strong_convexity=0.4, smoothness=3.0,

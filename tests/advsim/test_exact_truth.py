@@ -187,3 +187,13 @@ def test_an_observed_order_above_3_marks_an_estimate_that_did_not_cover():
         assert law.error_reliable is reliable and law.to_dict()["exact_error_reliable"] is reliable
         assert (actual <= law.error) is reliable, (law.error, actual, law.observed_order)
         assert actual <= abs(law.differences[-2])
+
+
+def test_the_exact_columns_say_when_the_estimate_may_not_cover():
+    """The table columns of the same case (`exact_columns`, read by sweeps, `advsim audit`
+    and the figures) carry the warning in `exact_note`; a reliable one carries none."""
+    from advsim.experiment import exact_columns
+
+    slow = exact_columns(LinearProcess(20, 0.3, 0.9198), DELTA)
+    assert "may not cover the actual error: observed order 5.9" in slow["exact_note"]
+    assert exact_columns(LinearProcess(5, 0.1, 1.0), DELTA)["exact_note"] is None
