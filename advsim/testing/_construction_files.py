@@ -27,8 +27,8 @@ __all__ = ["construction_to_dict", "load_construction", "save_construction"]
 FILE_FORMAT = "advsim-scalar-field-construction-1"
 
 _FIELD_KEYS = (
-    "knots", "knot_slopes", "bump_centres", "bump_heights", "bump_widths", "jumps",
-    "jump_heights",
+    "knots", "knot_slopes", "bump_centres", "bump_heights", "bump_widths", "roots",
+    "root_heights", "root_exponents", "jumps", "jump_heights",
 )  # fmt: skip
 
 

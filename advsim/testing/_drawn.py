@@ -6,8 +6,10 @@ The fields are *built* to have each property, never filtered for it:
 - `Convex`: every term of every field nondecreasing (a convex loss);
 - `StronglyConvex(of="objective")`: an affine regularizer of slope $\alpha > m$ on top;
   `StronglyConvex(of="examples")`: slope $\alpha$ added to every example's field;
-- `Smooth` / `HolderGradients`: no jumps (a Holder field is then Lipschitz on the bounded
-  domain, or bounded and Lipschitz on the line);
+- `Smooth`: no jumps; `HolderGradients(beta)`: no jumps and, unless a smoothness is asked
+  for too, Holder root terms h sign(m - rho)|m - rho|^gamma (continuous, not Lipschitz)
+  with gamma in [beta, 1] on a bounded domain and gamma = beta on the line (where the
+  Lipschitz part is kept bounded);
 - `LipschitzWithinClip`: each example's field rescaled so that $|g| \le G \le C$ on the
   domain (on the real line only bounded terms: offsets and tanh bumps);
 - `BoundedDomain`: projected onto $[-R, R]$, the start inside;
@@ -123,6 +125,15 @@ def constructions(
     lipschitz = bool(_find(assumptions, LipschitzWithinClip))
     reg_within = bool(_find(assumptions, RegularizerAsExample))
     limits = _find(assumptions, StepSizeAtMost)
+    # Genuinely Holder fields (root terms, not Lipschitz) where nothing asks for a finite
+    # smoothness: exponents in [beta, 1] on a bounded domain, beta itself on the line.
+    betas = sorted({a.beta for a in _find(assumptions, HolderGradients)})
+    root_terms = (
+        1
+        if betas and betas[-1] < 1.0 and not _find(assumptions, Smooth) and not limits
+        and not (lipschitz and not bounded) and (bounded or len(betas) == 1)
+        else 0
+    )  # fmt: skip
     if strong_examples and lipschitz and not bounded:
         raise ValueError(
             "strongly convex examples have unbounded gradients on the real line: "
@@ -216,17 +227,21 @@ def constructions(
                 if lipschitz:
                     room = c - (alpha_ex * radius if alpha_ex else 0.0)
                     value = math.copysign(min(abs(value), room), value)
-                field = ScalarField.constant(value).padded(knots=knots, bumps=bumps, jumps=jumps)
+                field = ScalarField.constant(value).padded(
+                    knots=knots, bumps=bumps, jumps=jumps, roots=root_terms
+                )
                 return _with_slope(field, alpha_ex) if alpha_ex else field
             raw = draw(
                 scalar_fields(
                     scale=c, centre=init, spread=spread, knots=knots, bumps=bumps,
                     jumps=0 if smooth else jumps, monotone=convex,
-                    jump_margin=0.5 * noise_sd,
+                    jump_margin=0.5 * noise_sd, roots=root_terms,
+                    root_exponents=(betas[-1], 1.0 if projected else betas[-1])
+                    if root_terms else (0.5, 1.0),
                 )
             )  # fmt: skip
             if smooth:
-                raw = raw.padded(knots=knots, bumps=bumps, jumps=jumps)
+                raw = raw.padded(knots=knots, bumps=bumps, jumps=jumps, roots=root_terms)
             if (lipschitz or holder_bounded) and not projected:  # bounded terms on the line
                 raw = _bounded_part(raw)
             # Scaled to the budgets left after the strong convexity's slope alpha_ex
@@ -267,17 +282,21 @@ def _with_slope(field: ScalarField, alpha: float) -> ScalarField:
     return ScalarField(
         float(field.offset), float(field.slope) + alpha, knots=field.knots,
         knot_slopes=field.knot_slopes, bump_centres=field.bump_centres,
-        bump_heights=field.bump_heights, bump_widths=field.bump_widths, jumps=field.jumps,
-        jump_heights=field.jump_heights,
+        bump_heights=field.bump_heights, bump_widths=field.bump_widths, roots=field.roots,
+        root_heights=field.root_heights, root_exponents=field.root_exponents,
+        jumps=field.jumps, jump_heights=field.jump_heights,
     )  # fmt: skip
 
 
 def _bounded_part(field: ScalarField) -> ScalarField:
-    """The field without its slope and knots (bounded on the real line)."""
+    """The field without its slope and knots (its Lipschitz part bounded on the real
+    line; root terms are kept)."""
     return ScalarField(
         float(field.offset), 0.0, knots=field.knots, knot_slopes=0.0 * field.knot_slopes,
         bump_centres=field.bump_centres, bump_heights=field.bump_heights,
-        bump_widths=field.bump_widths, jumps=field.jumps, jump_heights=field.jump_heights,
+        bump_widths=field.bump_widths, roots=field.roots, root_heights=field.root_heights,
+        root_exponents=field.root_exponents, jumps=field.jumps,
+        jump_heights=field.jump_heights,
     )  # fmt: skip
 
 

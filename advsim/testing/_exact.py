@@ -106,6 +106,8 @@ def _general_field(
     jumps: int,
     monotone: bool,
     jump_margin: float,
+    roots: int = 0,
+    root_exponents: tuple[float, float] = (0.5, 1.0),
 ) -> ScalarField:
     """Any field of the family, of fixed shape (unused terms get weight 0), values of the
     order of `scale`, features within `spread` of `centre`, jumps at least `jump_margin`
@@ -133,6 +135,11 @@ def _general_field(
         for z in zs
     ]
     ss = [scale * weight() for _ in range(jumps)]
+    # Root terms h sign(m - rho)|m - rho|^gamma of size ~scale at `spread` (drawn only
+    # when asked for, so that the other strategies' draws are unchanged).
+    gs = [draw(_uniform(*root_exponents)) for _ in range(roots)]
+    rs = [position() for _ in range(roots)]
+    hs = [scale * weight() / spread**g for g in gs]
     return ScalarField(
         offset,
         slope,
@@ -141,6 +148,9 @@ def _general_field(
         bump_centres=es,
         bump_heights=ds,
         bump_widths=ws,
+        roots=rs,
+        root_heights=hs,
+        root_exponents=gs,
         jumps=zs,
         jump_heights=ss,
     )
@@ -156,27 +166,37 @@ def scalar_fields(
     jumps: int = 1,
     monotone: bool = False,
     jump_margin: float = 0.0,
+    roots: int = 0,
+    root_exponents: tuple[float, float] = (0.5, 1.0),
 ) -> st.SearchStrategy[ScalarField]:
     """`ScalarField`s of one shape: `knots` knots, `bumps` tanh bumps, `jumps` jumps (each
     term switched on or off at random, so constants, affine, piecewise-linear, bumpy and
     discontinuous fields all come up), values of the order of `scale`, knots, bump centres
     and jumps within `spread` of `centre`. `monotone=True` draws nondecreasing terms
     only (convex losses). Jumps lie at least `jump_margin` from `centre`. Fields of one
-    shape share the exact engine's compilations.
+    shape share the exact engine's compilations. `roots` Holder root terms
+    h sign(m - rho) |m - rho|^gamma (exponent drawn in `root_exponents`, within (0, 1])
+    give continuous fields that are not Lipschitz.
     """
     scale = check_positive("scale", scale)
     spread = check_positive("spread", spread)
     centre = check_finite("centre", centre)
     sizes = {
         n: check_int(n, v, minimum=0)
-        for n, v in (("knots", knots), ("bumps", bumps), ("jumps", jumps))
+        for n, v in (("knots", knots), ("bumps", bumps), ("jumps", jumps), ("roots", roots))
     }
+    lo, hi = (float(v) for v in root_exponents)
+    if not 0.0 < lo <= hi <= 1.0:
+        raise ValueError(
+            f"root_exponents must be (lo, hi) with 0 < lo <= hi <= 1, got {root_exponents!r}"
+        )
     return _general_field(
         scale=scale,
         centre=centre,
         spread=spread,
         monotone=bool(monotone),
         jump_margin=check_nonnegative("jump_margin", jump_margin),
+        root_exponents=(lo, hi),
         **sizes,
     )
 

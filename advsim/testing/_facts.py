@@ -10,9 +10,10 @@ only where it was sampled):
   |\overline s|)$);
 - $|g|$ on the domain: the end values when $g$ is nondecreasing, else the sum of each
   term's largest magnitude there (inf on the real line for a non-zero slope or knot);
-- Holder constants of exponent $\beta$: $\min(M D^{1-\beta},\ M^\beta (2S)^{1-\beta})$ for a
-  field with smoothness $M$ and $|g| \le S$ on a domain of diameter $D$ (inf with a
-  jump): $|g(x) - g(y)| \le \min(M|x - y|, 2S)$.
+- Holder constants of exponent $\beta$: $\min(M D^{1-\beta},\ M^\beta (2S)^{1-\beta})$ for
+  the field's Lipschitz part, with smoothness $M$ and $|g| \le S$ on a domain of diameter
+  $D$ ($|g(x) - g(y)| \le \min(M|x - y|, 2S)$), plus $|h|\,2^{1-\gamma} D^{\gamma-\beta}$
+  for each root term $h\,\mathrm{sign}(m - \rho)|m - \rho|^\gamma$ (inf with a jump).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import math
 import numpy as np
 
 from advsim.bounds._assumptions import ProcessFacts, run_facts
+from advsim.testing._scalar_field import ScalarField
 
 
 def slope_bounds(field) -> tuple[float, float]:
@@ -36,6 +38,14 @@ def slope_bounds(field) -> tuple[float, float]:
         lo = -math.inf
     if np.any(field.jump_heights > 0):
         hi = math.inf
+    # h sign(r)|r|^gamma: slope h at gamma = 1; below 1, slopes in [0, inf) times h.
+    h, gamma = field.root_heights, field.root_exponents
+    lo += float(np.sum(h[gamma >= 1.0]))
+    hi += float(np.sum(h[gamma >= 1.0]))
+    if np.any((h > 0) & (gamma < 1.0)):
+        hi = math.inf
+    if np.any((h < 0) & (gamma < 1.0)):
+        lo = -math.inf
     return lo, hi
 
 
@@ -48,7 +58,7 @@ def sup_abs(field, radius: float) -> float:
     """A bound on |g| over [-radius, radius] (radius inf: the real line)."""
     if math.isfinite(radius):
         return field.sup_abs(-radius, radius)
-    if float(field.slope) != 0.0 or np.any(field.knot_slopes):
+    if float(field.slope) != 0.0 or np.any(field.knot_slopes) or np.any(field.root_heights):
         return math.inf
     return float(
         abs(float(field.offset))
@@ -57,20 +67,39 @@ def sup_abs(field, radius: float) -> float:
     )
 
 
+def _without_roots(field):
+    return ScalarField(
+        float(field.offset), float(field.slope), knots=field.knots,
+        knot_slopes=field.knot_slopes, bump_centres=field.bump_centres,
+        bump_heights=field.bump_heights, bump_widths=field.bump_widths, jumps=field.jumps,
+        jump_heights=field.jump_heights,
+    )  # fmt: skip
+
+
 def holder_constant(field, beta: float, radius: float) -> float:
-    r"""A Holder constant of exponent `beta` of g on [-radius, radius] (see the module)."""
+    r"""A Holder constant of exponent `beta` of g on [-radius, radius] (see the module):
+    the Lipschitz part's, plus each root term's $|h|\,2^{1-\gamma} D^{\gamma - \beta}$
+    ($\gamma \ge \beta$; inf for $\gamma < \beta$, or $\gamma > \beta$ on the line)."""
     if np.any(field.jump_heights):
         return math.inf
     diameter = 2.0 * radius
-    m = smoothness(field)
-    if m == 0.0:
-        return 0.0
-    if beta >= 1.0:
-        return m
-    bound = m**beta * (2.0 * sup_abs(field, radius)) ** (1.0 - beta)
-    if math.isfinite(diameter):
-        bound = min(bound, m * diameter ** (1.0 - beta))
-    return float(bound)
+    smooth = _without_roots(field)
+    m = smoothness(smooth)
+    total = 0.0
+    if m > 0.0:
+        if beta >= 1.0:
+            total = m
+        else:
+            total = m**beta * (2.0 * sup_abs(smooth, radius)) ** (1.0 - beta)
+            if math.isfinite(diameter):
+                total = min(total, m * diameter ** (1.0 - beta))
+    for h, gamma in zip(field.root_heights, field.root_exponents, strict=True):
+        if h == 0.0:
+            continue
+        if gamma < beta or (gamma > beta and not math.isfinite(diameter)):
+            return math.inf
+        total += abs(h) * 2.0 ** (1.0 - gamma) * diameter ** (gamma - beta)
+    return float(total)
 
 
 def field_facts(mech) -> ProcessFacts:
