@@ -17,8 +17,8 @@ from advsim.search._config import (
     config_from_mapping,
     load_config,
 )
-from advsim.search._family import Family, build_family, paper_start
 from advsim.search._confirm import Confirmation, confirm, decisive_events
+from advsim.search._family import Family, build_family, paper_start
 from advsim.search._report import plot_fields
 from advsim.search._run import SearchResult, search
 

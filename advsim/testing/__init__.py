@@ -72,17 +72,17 @@ from advsim.testing._checks import (
     mixture_sampler,
     simulation_sampler,
 )
+from advsim.testing._construction_files import (
+    construction_to_dict,
+    load_construction,
+    save_construction,
+)
 from advsim.testing._contract import (
     ADVERSARY_CHECKS,
     MECHANISM_CHECKS,
     SIGN_LEVEL,
     check_adversary,
     check_mechanism,
-)
-from advsim.testing._construction_files import (
-    construction_to_dict,
-    load_construction,
-    save_construction,
 )
 from advsim.testing._drawn import constructions
 from advsim.testing._exact import (
