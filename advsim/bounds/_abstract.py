@@ -2,8 +2,9 @@ r"""A bound is a value plus what it assumes: `AbstractBound`.
 
 A researcher's last-iterate bound is a final subclass that declares its `assumptions`
 (a tuple of `advsim.bounds.Assumption` values), its `reference`, and implements `value`
-(epsilon from the process's `ProcessFacts` and delta). `epsilon(process, delta)` checks
-every assumption first and refuses, naming the one that fails, a process outside them;
+(epsilon from the process's `ProcessFacts` and delta; `delta_value`, delta from epsilon,
+defaults to inverting it). `epsilon(process, delta)` and `delta(process, epsilon)` check
+every assumption first and refuse, naming the one that fails, a process outside them;
 `advsim.testing.check_bound` then draws 1-D constructions meeting the assumptions and
 compares the bound with their exact epsilon.
 
@@ -110,6 +111,42 @@ class AbstractBound(eqx.Module):
         value = float(self.value(self.check(process), delta))
         if math.isnan(value) or value < 0:
             raise ValueError(f"{self.name}.value returned {value!r} (must be >= 0)")
+        return value
+
+    def delta_value(self, facts: ProcessFacts, epsilon: float) -> float:
+        """delta(epsilon) for a process whose facts meet every assumption: by default the
+        smallest delta in [1e-300, 1) at which `value` is at most `epsilon` (bisection in
+        log delta to 1e-12 relative, rounded up: never below the exact inverse). A bound
+        with a closed form overrides it."""
+        lo, hi = math.log(1e-300), math.log1p(-1e-12)
+        if self.value(facts, math.exp(hi)) > epsilon:
+            return 1.0
+        if self.value(facts, math.exp(lo)) <= epsilon:
+            return 1e-300
+        for _ in range(200):  # value is non-increasing in delta
+            if hi - lo <= 1e-12 * abs(lo):
+                break
+            mid = 0.5 * (lo + hi)
+            if self.value(facts, math.exp(mid)) <= epsilon:
+                hi = mid
+            else:
+                lo = mid
+        return math.exp(hi)
+
+    def delta(self, process, epsilon) -> float:
+        """delta(epsilon) of the last model of `process`, an upper bound under
+        `assumptions` (`delta_value`).
+
+        Raises:
+            AssumptionError: naming the assumptions the process fails.
+            ValueError: for a negative or non-finite epsilon.
+        """
+        epsilon = float(epsilon)
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"epsilon must be finite and >= 0, got {epsilon!r}")
+        value = float(self.delta_value(self.check(process), epsilon))
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{self.name}.delta_value returned {value!r} (must be in [0, 1])")
         return value
 
     def describe(self) -> str:

@@ -30,9 +30,13 @@ from advsim.bounds._assumptions import (
     Smooth,
     StepSizeAtMost,
 )
-from advsim.bounds._composition import composition_epsilon
+from advsim.bounds._composition import composition_delta, composition_epsilon
 from advsim.bounds._gdp import full_batch_epsilon
-from advsim.bounds._heuristic import heuristic_epsilon, heuristic_epsilon_max_over_steps
+from advsim.bounds._heuristic import (
+    heuristic_delta,
+    heuristic_epsilon,
+    heuristic_epsilon_max_over_steps,
+)
 from advsim.bounds._shifted_interpolation import REFERENCE as _SI_REFERENCE
 from advsim.bounds._shifted_interpolation import shifted_interpolation_bound
 
@@ -56,6 +60,9 @@ class LastIterateHeuristic(AbstractBound):
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
         return heuristic_epsilon(delta, facts.accounting)
+
+    def delta_value(self, facts: ProcessFacts, epsilon: float) -> float:
+        return heuristic_delta(epsilon, facts.accounting)
 
 
 class HeuristicMaxOverSteps(AbstractBound):
@@ -86,6 +93,9 @@ class Composition(AbstractBound):
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
         return composition_epsilon(delta, facts.accounting)
+
+    def delta_value(self, facts: ProcessFacts, epsilon: float) -> float:
+        return composition_delta(epsilon, facts.accounting)
 
 
 class FullBatchGDP(AbstractBound):

@@ -215,3 +215,22 @@ def test_a_user_bound_declares_and_is_checked():
         accounting=acc, clip_norm=1.0, learning_rate=1.0, batching="fixed", canary_sampled=False
     )
     assert HalfComposition().applies(facts)
+
+
+@pytest.mark.parametrize("cls", BOUNDS, ids=lambda c: c.__name__)
+def test_delta_inverts_epsilon(cls):
+    # delta(eps(1e-5)) = 1e-5: a closed form where the bound has one (heuristic_delta,
+    # composition_delta), otherwise the default bisection, which rounds up.
+    bound, mech = cls(), INSIDE[cls.__name__]
+    eps = bound.epsilon(mech, DELTA)
+    assert bound.delta(mech, eps) == pytest.approx(DELTA, rel=1e-6)
+    assert bound.delta(mech, 2.0 * eps) < DELTA
+    with pytest.raises(ValueError, match="epsilon must be finite and >= 0"):
+        bound.delta(mech, -1.0)
+
+
+def test_delta_refuses_a_process_outside():
+    with pytest.raises(AssumptionError, match="some gradient is not constant"):
+        bounds.LastIterateHeuristic().delta(
+            ScalarFieldConstruction(3, 0.5, 1.0, canary=ScalarField(-1.0, 0.3)), 1.0
+        )
