@@ -27,6 +27,7 @@ QUICK_RUNS = (
     "its_our_loss_figure1",
     "counterexamples",
     "its_our_loss_figure2",
+    "tightness_atlas",
 )
 
 
