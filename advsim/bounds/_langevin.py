@@ -89,6 +89,7 @@ from advsim._validation import (
     check_positive,
 )
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
+from advsim.bounds._run_checks import NEIGHBOURING, check_gradient_run, one_step_sensitivity
 
 __all__ = [
     "ASSUMPTIONS",
@@ -101,7 +102,6 @@ __all__ = [
     "langevin_rdp",
 ]
 
-NEIGHBOURING = ("add_remove", "replace_one")
 
 #: What the noisy-GD bound (formula 1) assumes; it is an upper bound only where all hold.
 ASSUMPTIONS = (
@@ -223,21 +223,14 @@ def _checked_gd(
     steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
     learning_rate, num_examples, neighbouring,
 ):  # fmt: skip
-    steps = check_int("steps", steps, minimum=1)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    c = check_positive("clip_norm", clip_norm)
-    lip = check_positive("lipschitz", lipschitz)
+    steps, sigma, c, lip, lr = check_gradient_run(
+        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
+        why="for the run to be noisy GD on F",
+    )  # fmt: skip
     m = check_positive("strong_convexity", strong_convexity)
     big_m = check_positive("smoothness", smoothness)
-    lr = check_positive("learning_rate", learning_rate)
     check_int("num_examples", num_examples, minimum=1)
-    if neighbouring not in NEIGHBOURING:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
-    if c < lip:
-        raise ValueError(
-            f"clip_norm must be >= lipschitz = {lip!r} (clipping must never act for the "
-            f"run to be noisy GD on F), got {c!r}"
-        )
     if big_m < m:
         raise ValueError(
             f"smoothness must be >= strong_convexity = {m!r} (M-smooth and m-strongly "
@@ -249,8 +242,7 @@ def _checked_gd(
             f"theorem's eta < 1/beta with eta = learning_rate * num_examples, beta = "
             f"smoothness / num_examples), got {lr!r}"
         )
-    s1 = lip if neighbouring == "add_remove" else 2.0 * lip
-    return steps, sigma, c, m, lr, s1
+    return steps, sigma, c, m, lr, one_step_sensitivity(lip, neighbouring)
 
 
 def langevin_bound(

@@ -81,6 +81,7 @@ from advsim._validation import (
     check_positive,
 )
 from advsim.bounds._gdp import gdp_epsilon
+from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
 
 __all__ = [
     "ShiftedInterpolationBound",
@@ -88,7 +89,6 @@ __all__ = [
     "shifted_interpolation_epsilon",
 ]
 
-NEIGHBOURING = ("add_remove", "replace_one")
 
 #: What the bound assumes; it is an upper bound only where all of these hold.
 ASSUMPTIONS = (
@@ -146,21 +146,14 @@ def _checked(
     steps, noise_multiplier, clip_norm, lipschitz, smoothness, learning_rate, num_examples,
     diameter, neighbouring,
 ):  # fmt: skip
-    steps = check_int("steps", steps, minimum=1)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    c = check_positive("clip_norm", clip_norm)
-    lip = check_positive("lipschitz", lipschitz)
+    steps, sigma, c, lip, lr = check_gradient_run(
+        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
+        why="for the gradient step to stay non-expansive",
+    )  # fmt: skip
     m = check_nonnegative("smoothness", smoothness)
-    lr = check_positive("learning_rate", learning_rate)
     n = check_int("num_examples", num_examples, minimum=1)
     d = check_positive("diameter", diameter)
-    if neighbouring not in NEIGHBOURING:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
-    if c < lip:
-        raise ValueError(
-            f"clip_norm must be >= lipschitz = {lip!r} (clipping must never act for the "
-            f"gradient step to stay non-expansive), got {c!r}"
-        )
     if Fraction(lr) * n * Fraction(m) > 2:
         raise ValueError(
             f"learning_rate must be in (0, 2 / (num_examples * smoothness)] = "
@@ -241,7 +234,7 @@ def shifted_interpolation_bound(
         steps, noise_multiplier, clip_norm, lipschitz, smoothness, learning_rate,
         num_examples, diameter, neighbouring,
     )  # fmt: skip
-    s1 = lip if neighbouring == "add_remove" else 2.0 * lip
+    s1 = one_step_sensitivity(lip, neighbouring)
     one_step = s1 / (sigma * c)  # s / b: the learning rate cancels
     # k = ceil(D / s), exactly for the given floats: rounding k down would break the bound.
     walk = math.ceil(Fraction(d) / (Fraction(lr) * Fraction(s1)))

@@ -58,8 +58,9 @@ from fractions import Fraction
 import numpy as np
 
 from advsim._validation import check_delta, check_int, check_positive
-from advsim.bounds._langevin import NEIGHBOURING, _check_alpha
+from advsim.bounds._langevin import _check_alpha
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
+from advsim.bounds._run_checks import NEIGHBOURING
 
 __all__ = [
     "SGD_ASSUMPTIONS",

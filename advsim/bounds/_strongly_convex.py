@@ -98,6 +98,7 @@ from advsim._validation import (
     check_positive,
 )
 from advsim.bounds._gdp import gdp_epsilon
+from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
 
 __all__ = [
     "StronglyConvexGDPBound",
@@ -107,7 +108,6 @@ __all__ = [
     "strongly_convex_gdp_epsilon",
 ]
 
-NEIGHBOURING = ("add_remove", "replace_one")
 
 #: What the bound assumes; it is an upper bound only where all of these hold.
 ASSUMPTIONS = (
@@ -281,20 +281,13 @@ def _checked(
     steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
     learning_rate, num_examples, neighbouring,
 ):  # fmt: skip
-    steps = check_int("steps", steps, minimum=1)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    c = check_positive("clip_norm", clip_norm)
-    lip = check_positive("lipschitz", lipschitz)
+    steps, sigma, c, lip, lr = check_gradient_run(
+        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
+        why="for the gradient step to stay a contraction",
+    )  # fmt: skip
     m, big_m = _check_curvature(strong_convexity, smoothness)
-    lr = check_positive("learning_rate", learning_rate)
     n = check_int("num_examples", num_examples, minimum=1)
-    if neighbouring not in NEIGHBOURING:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
-    if c < lip:
-        raise ValueError(
-            f"clip_norm must be >= lipschitz = {lip!r} (clipping must never act for the "
-            f"gradient step to stay a contraction), got {c!r}"
-        )
     if Fraction(lr) * Fraction(big_m) >= 2:
         raise ValueError(
             f"learning_rate must be in (0, 2 / smoothness) = (0, {2.0 / big_m:.6g}) "
@@ -376,7 +369,7 @@ def strongly_convex_gdp_bound(
         steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
         learning_rate, num_examples, neighbouring,
     )  # fmt: skip
-    s1 = lip if neighbouring == "add_remove" else 2.0 * lip
+    s1 = one_step_sensitivity(lip, neighbouring)
     mu1 = s1 / (sigma * c)  # s / b: the learning rate cancels
     gap = _contraction_gap(lr, m, big_m)  # 1 - c
     mu = _mu_from_gap(steps, gap, mu1)
