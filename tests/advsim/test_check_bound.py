@@ -63,7 +63,12 @@ class AssumedStronglyConvex(AbstractBound):
 
 
 @pytest.mark.parametrize(
-    "planted", [Scaled(bounds.LastIterateHeuristic(), 0.9), AssumedStronglyConvex()], ids=str
+    "planted",
+    [
+        Scaled(bounds.LastIterateHeuristic(), 0.9),
+        pytest.param(AssumedStronglyConvex(), marks=pytest.mark.slow),  # 13 s
+    ],
+    ids=str,
 )
 def test_a_planted_wrong_bound_is_found_shrunk_and_saved(planted, tmp_path):
     path = tmp_path / "counterexample.json"

@@ -61,6 +61,7 @@ def _check_upper_bounds(cells):
         assert ratio <= 1.0 + 2.0 * err / bound + 1e-3, where
 
 
+@pytest.mark.slow  # 15-20 s; each bound's value has its own fast check in its test file
 def test_tiny_grid_bounds_hold_and_tight_cases_are_tight():
     tables = compute_tightness_atlas(_tiny(), {})
     cells = tables["tightness_atlas"]
