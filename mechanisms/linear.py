@@ -24,6 +24,7 @@ from advsim import (
     DPSGDOptions,
     DPSGDParams,
 )
+from advsim.bounds import run_facts
 from advsim.validation import check_int, check_nonnegative
 
 __all__ = ["LinearProcess"]
@@ -201,6 +202,21 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
 
     def data_counts(self) -> Int[Array, " g"]:
         return jnp.asarray(self.other_counts)
+
+    def facts(self):
+        """What this run certifies for `advsim.bounds` (`ProcessFacts`): linear losses (every
+        gradient constant: zero curvature, Holder constant 0), the largest gradient norm
+        (the canary's C, or a data row's), no regularizer, no projection."""
+        rows = np.linalg.norm(np.asarray(self.other_gradients, np.float64), axis=1)
+        live = rows[np.asarray(self.other_counts) > 0]
+        return run_facts(
+            self, num_examples=1 + int(np.sum(self.other_counts)), dimension=self.dim,
+            linear=True, convex=True, strong_convexity=0.0, objective_smoothness=0.0,
+            example_strong_convexity=0.0, smoothness=0.0, regularizer_smoothness=0.0,
+            regularizer_lipschitz=0.0, regularizer_zero=True,
+            lipschitz=float(max([float(self.clip_norm), *live.tolist()])),
+            holder=lambda beta: 0.0, source="LinearProcess: constant gradients",
+        )  # fmt: skip
 
     def in_heuristic_family_exactly(self) -> bool:
         """True without data gradients only: the data's sampled counts add a random shift

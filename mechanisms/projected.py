@@ -24,7 +24,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from advsim import AbstractProjected, AbstractScalarLaw, CanarySchedule, DPSGDParams
-from advsim.bounds import ShiftedInterpolationBound, shifted_interpolation_bound
+from advsim.bounds import ShiftedInterpolationBound, run_facts, shifted_interpolation_bound
 from advsim.validation import as_traced_float, check_int, check_positive
 
 __all__ = ["ProjectedLinearCanary"]
@@ -86,6 +86,19 @@ class ProjectedLinearCanary(AbstractProjected, AbstractScalarLaw):
         radius = jnp.asarray(self.radius, model.dtype)
         norm = jnp.sqrt(jnp.sum(model * model))
         return jnp.where(norm > radius, model * (radius / jnp.maximum(norm, radius)), model)
+
+    def facts(self):
+        """What this run certifies for `advsim.bounds` (`ProcessFacts`): the canary's linear
+        loss (gradient norm C, zero curvature), no other data, no regularizer, full batch,
+        the ball of radius R."""
+        return run_facts(
+            self, num_examples=1, radius=float(self.radius), dimension=self.dim,
+            linear=True, convex=True, strong_convexity=0.0, objective_smoothness=0.0,
+            example_strong_convexity=0.0, smoothness=0.0, regularizer_smoothness=0.0,
+            regularizer_lipschitz=0.0, regularizer_zero=True,
+            lipschitz=float(self.clip_norm), holder=lambda beta: 0.0,
+            source="ProjectedLinearCanary: a linear canary in a ball",
+        )  # fmt: skip
 
     def shifted_interpolation_bound(self, delta=None) -> ShiftedInterpolationBound:
         """The shifted-interpolation bound of this run (its assumptions hold exactly: L = C,

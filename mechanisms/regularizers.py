@@ -47,6 +47,7 @@ from advsim.bounds import (
     heuristic_epsilon_curve,
     quadratic_exact_epsilon,
     quadratic_law,
+    run_facts,
 )
 from advsim.validation import as_traced_float, check_delta, check_nonnegative
 
@@ -79,6 +80,25 @@ class _AbstractRegularizedLinear(AbstractProjectionLaw, AbstractScalarLaw):
 
     def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
         return -jnp.asarray(self.clip_norm, model.dtype) * jnp.ones_like(model)
+
+    def _curvature(self) -> float:
+        """The regularizer's curvature a (r(m) = a m^2 / 2)."""
+        raise NotImplementedError
+
+    def facts(self):
+        """What this run certifies for `advsim.bounds` (`ProcessFacts`): the canary's
+        linear loss (gradient -C), no other data, the quadratic regularizer a m^2 / 2 (the
+        objective a-strongly convex and a-smooth in both worlds; its gradient unbounded on
+        the line), no projection."""
+        a = self._curvature()
+        return run_facts(
+            self, num_examples=1, dimension=1, linear=a == 0.0, convex=True,
+            strong_convexity=a, objective_smoothness=a, example_strong_convexity=0.0,
+            smoothness=0.0, regularizer_smoothness=a,
+            regularizer_lipschitz=math.inf if a > 0 else 0.0, regularizer_zero=a == 0.0,
+            lipschitz=float(self.clip_norm), holder=lambda beta: 0.0,
+            source=f"{type(self).__name__}: linear canary, quadratic regularizer",
+        )  # fmt: skip
 
 
 class ZeroingRegularizer(_AbstractRegularizedLinear):
@@ -120,6 +140,9 @@ class ZeroingRegularizer(_AbstractRegularizedLinear):
         self, model: Float[Array, " d"], t: Int[Array, ""]
     ) -> Float[Array, " d"]:
         return model / jnp.asarray(self.learning_rate, model.dtype)
+
+    def _curvature(self) -> float:
+        return 1.0 / float(self.learning_rate)
 
     def _last_step_carries_canary(self) -> bool:
         return self.steps in self.canary_schedule.steps(self.steps)
@@ -203,6 +226,9 @@ class QuadraticRegularizer(_AbstractRegularizedLinear):
         self, model: Float[Array, " d"], t: Int[Array, ""]
     ) -> Float[Array, " d"]:
         return jnp.asarray(self.alpha, model.dtype) * model
+
+    def _curvature(self) -> float:
+        return float(self.alpha)
 
     def _beta(self, dtype=jnp.float32):
         return 1.0 - jnp.asarray(self.learning_rate, dtype) * jnp.asarray(self.alpha, dtype)

@@ -13,10 +13,11 @@ import dataclasses
 import inspect
 import math
 
+import jax.numpy as jnp
 import pytest
 
 import advsim.bounds as bounds
-from advsim import Accounting, CanarySchedule
+from advsim import AbstractMechanism, Accounting, CanarySchedule, DPSGDParams
 from advsim.bounds import AbstractBound, AssumptionError, ProcessFacts
 from advsim.mechanisms import LinearProcess
 from advsim.testing import ProjectedScalarFieldConstruction, ScalarField, ScalarFieldConstruction
@@ -136,8 +137,23 @@ def test_a_bound_refuses_a_process_outside_each_assumption_naming_it(cls):
         assert reason in str(err.value) and err.value.bound == cls.__name__
 
 
+class _Offset(AbstractMechanism):
+    """A user's mechanism with no `facts()`: only its numbers are known."""
+
+    params: DPSGDParams
+
+    def __init__(self, steps, sampling_prob, noise_multiplier):
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier)
+
+    def init_model(self):
+        return jnp.zeros((1,))
+
+    def canary_gradient(self, model, t):
+        return -jnp.ones_like(model)
+
+
 def test_composition_assumes_nothing_and_a_mechanism_without_facts_gets_only_numbers():
-    mech = LinearProcess(10, 0.1, 1.0)
+    mech = _Offset(10, 0.1, 1.0)
     assert bounds.Composition().epsilon(mech, DELTA) == bounds.composition_epsilon(
         DELTA, mech.accounting()
     )
@@ -234,3 +250,37 @@ def test_delta_refuses_a_process_outside():
         bounds.LastIterateHeuristic().delta(
             ScalarFieldConstruction(3, 0.5, 1.0, canary=ScalarField(-1.0, 0.3)), 1.0
         )
+
+
+def test_the_built_in_scalar_mechanisms_certify_their_facts():
+    """The built-in mechanisms read their facts off their definitions. On them the bounds
+    meet independent references: the heuristic is Theorem 1's value on the linear process;
+    Bok, Su and Altschuler's strongly convex bound is the exact epsilon of the quadratic
+    regularizer at full batch (its tight case: the last model is Gaussian in both worlds,
+    `quadratic_exact_epsilon`, Section 4.2 of arXiv:2410.06186) and of the zeroing one
+    (c = 0: one step's Gaussian mechanism); shifted interpolation is the projected canary's
+    own `shifted_interpolation_bound`."""
+    from advsim.mechanisms import (
+        ProjectedLinearCanary,
+        QuadraticRegularizer,
+        ZeroingRegularizer,
+    )
+
+    lin = LinearProcess(10, 0.1, 1.0)
+    assert bounds.LastIterateHeuristic().epsilon(lin, DELTA) == bounds.heuristic_epsilon(
+        DELTA, lin.accounting()
+    )
+    quad = QuadraticRegularizer(20, 1.0, 2.0, alpha=0.3, **FULL)
+    assert bounds.StronglyConvexGDP().epsilon(quad, DELTA) == pytest.approx(
+        quad.exact_epsilon(DELTA), rel=1e-9
+    )
+    with pytest.raises(AssumptionError, match="some gradient is not constant"):
+        bounds.LastIterateHeuristic().epsilon(quad, DELTA)
+    zero = ZeroingRegularizer(10, 1.0, 1.0, **FULL)
+    assert bounds.StronglyConvexGDP().epsilon(zero, DELTA) == pytest.approx(
+        zero.exact_epsilon(DELTA), rel=1e-9
+    )
+    proj = ProjectedLinearCanary(200, 1.0, radius=0.5)
+    assert bounds.ShiftedInterpolation().epsilon(proj, DELTA) == (
+        proj.shifted_interpolation_bound(DELTA).epsilon
+    )
