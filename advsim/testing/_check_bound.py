@@ -22,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Flaky
 
 from advsim._validation import check_delta, check_int, check_nonnegative
 from advsim.bounds._abstract import AbstractBound
@@ -166,13 +165,14 @@ def check_bound(
     strategy = constructions(bound.assumptions, **strategy_kwargs)
     memo: dict[str, Draw] = {}
     order: list[Draw] = []
-    state = {"violating": None, "after_first": 0, "mech": None}
+    violating: dict = {}  # describe() -> the construction, for every violating draw
+    state = {"after_first": 0}
 
     def evaluate(mech) -> Draw | None:
         key = mech.describe()
         if key in memo:
             return memo[key]
-        if state["violating"] is not None:
+        if violating:
             if state["after_first"] >= shrink_budget:
                 return None  # out of budget: not evaluated, so not a violation
             state["after_first"] += 1
@@ -193,8 +193,8 @@ def check_bound(
                     bool(exact.resolved), violates)  # fmt: skip
         memo[key] = draw
         order.append(draw)
-        if violates and (state["violating"] is None or _simpler(mech, state["mech"])):
-            state["violating"], state["mech"] = draw, mech
+        if violates:
+            violating[key] = mech
         return draw
 
     @settings(
@@ -209,20 +209,16 @@ def check_bound(
         if draw is not None and draw.violates:
             raise _Violates(draw.describe)
 
+    counter = None
     try:
         run()
-    except _Violates as err:
-        state["violating"] = memo[str(err)]
-        state["mech"] = state["mech"] if state["mech"] is not None else None
-    except Flaky:  # pragma: no cover - the memo makes every replay deterministic
-        pass
+    except _Violates as err:  # hypothesis re-raises its shrunk (final) example's
+        counter = memo[str(err)]
     resolved = [d for d in order if d.resolved]
     best = max(resolved, key=lambda d: d.ratio, default=None)
-    counter = state["violating"]
     path = None
     if counter is not None:
-        mech = state["mech"] if state["mech"].describe() == counter.describe else None
-        mech = mech or _find_mech(counter, state)
+        mech = violating[counter.describe]
         if save_to is None:
             folder = Path(tempfile.mkdtemp(prefix="advsim-check-bound-"))
             save_to = folder / f"{bound.name}-counterexample.json"
@@ -245,12 +241,3 @@ def check_bound(
     if counter is not None and raise_on_violation:
         raise BoundViolation(result)
     return result
-
-
-def _simpler(a, b) -> bool:
-    """Whether construction `a` is simpler than `b` (fewer steps, then shorter text)."""
-    return (a.steps, len(a.describe())) < (b.steps, len(b.describe()))
-
-
-def _find_mech(draw: Draw, state):  # pragma: no cover - the final replay sets it
-    return state["mech"]
