@@ -38,6 +38,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from advsim import AbstractScalarLaw, CanarySchedule, DPSGDParams
+from advsim.bounds import run_facts
 from advsim.validation import as_traced_float, check_finite, check_int
 
 __all__ = ["FILE_FORMAT", "PiecewiseConstruction", "PiecewiseField"]
@@ -140,6 +141,26 @@ class PiecewiseField(eqx.Module):
         jumps = jnp.asarray(self.jumps, m.dtype)[row]
         steps = (m[..., None] > knots).astype(m.dtype)
         return out + jnp.sum(jumps * steps, axis=-1)
+
+    def slope_bounds(self) -> tuple[float, float]:
+        """A lower and an upper bound on g' over every step's row: the slopes between the
+        knots and 0 beyond them (-inf / inf where a row jumps down / up)."""
+        slopes = np.diff(self.values, axis=1) / np.diff(self.knots)
+        lo = float(min(0.0, slopes.min(initial=0.0)))
+        hi = float(max(0.0, slopes.max(initial=0.0)))
+        if self.jumps is not None and np.any(self.jumps < 0):
+            lo = -np.inf
+        if self.jumps is not None and np.any(self.jumps > 0):
+            hi = np.inf
+        return lo, hi
+
+    def sup_abs(self) -> float:
+        """max |g| over the line and every step (at the knots' one-sided limits: the field
+        is linear between them and constant beyond)."""
+        jumps = np.zeros_like(self.values) if self.jumps is None else self.jumps
+        before = np.cumsum(jumps, axis=1) - jumps  # the jumps of the knots to the left
+        left = self.values + before
+        return float(max(np.abs(left).max(), np.abs(left + jumps).max()))
 
     def to_dict(self) -> dict[str, Any]:
         """The field as JSON-ready lists."""
@@ -323,6 +344,41 @@ class PiecewiseConstruction(AbstractScalarLaw):
         fields = (self.canary, *self.groups, self.regularizer)
         knots = [jnp.asarray(f.knots) for f in fields if f.jumps is not None]
         return jnp.concatenate(knots) if knots else jnp.zeros((0,))
+
+    def facts(self):
+        """What this run certifies for `advsim.bounds` (`ProcessFacts`), over every step's
+        row of every field: the slopes (convexity, curvature, smoothness), the largest
+        |g| (bounded: each field is constant beyond its knots), Holder constants of the
+        bounded Lipschitz fields, no projection. Its objective is never strongly convex
+        on the whole line (the fields are flat beyond their knots)."""
+        live = [g for g, n in zip(self.groups, self.counts, strict=True) if n > 0]
+        counts = [int(n) for n in self.counts if n > 0]
+        examples = [self.canary, *live]
+        slopes = [f.slope_bounds() for f in examples]
+        reg_lo, reg_hi = self.regularizer.slope_bounds()
+        out_lo = reg_lo + sum(n * g.slope_bounds()[0] for g, n in zip(live, counts, strict=True))
+        out_hi = reg_hi + sum(n * g.slope_bounds()[1] for g, n in zip(live, counts, strict=True))
+        fields = [*examples, self.regularizer]
+        smooth = max(max(abs(lo), abs(hi)) for lo, hi in slopes)
+        sup = max(f.sup_abs() for f in examples)
+
+        def holder(beta: float) -> float:
+            if not np.isfinite(smooth):
+                return np.inf
+            return float(smooth if beta >= 1.0 else smooth**beta * (2.0 * sup) ** (1.0 - beta))
+
+        return run_facts(
+            self, num_examples=1 + int(np.sum(self.counts)), dimension=1,
+            linear=all(f.slope_bounds() == (0.0, 0.0) for f in fields),
+            convex=all(f.slope_bounds()[0] >= 0.0 for f in fields),
+            strong_convexity=float(min(out_lo, out_lo + slopes[0][0])),
+            objective_smoothness=float(max(abs(out_lo), abs(out_hi + max(slopes[0][1], 0.0)))),
+            example_strong_convexity=float(min(lo for lo, _ in slopes)),
+            smoothness=float(smooth), regularizer_smoothness=float(max(abs(reg_lo), abs(reg_hi))),
+            regularizer_lipschitz=self.regularizer.sup_abs(),
+            regularizer_zero=self.regularizer.sup_abs() == 0.0, lipschitz=sup, holder=holder,
+            source="PiecewiseConstruction: its fields' rows, knot by knot",
+        )  # fmt: skip
 
     # The papers' constructions -----------------------------------------------------
 
