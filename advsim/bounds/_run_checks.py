@@ -14,15 +14,15 @@ NEIGHBOURING = ("add_remove", "replace_one")
 
 def check_gradient_run(
     *, steps, noise_multiplier, clip_norm, lipschitz, learning_rate, neighbouring, why: str
-) -> tuple[int, float, float, float, float]:
-    """`(steps, sigma, C, L, lr)`, checked: steps >= 1, the others > 0, `neighbouring`
-    one of `NEIGHBOURING`, and C >= L (`why` says what the bound needs clipping never to
-    act for).
+) -> tuple[int | None, float, float, float, float]:
+    """`(steps, sigma, C, L, lr)`, checked: steps >= 1 (None: not checked, returned as
+    None), the others > 0, `neighbouring` one of `NEIGHBOURING`, and C >= L (`why` says
+    what the bound needs clipping never to act for).
 
     Raises:
         ValueError: naming the parameter, its value and the valid range.
     """
-    steps = check_int("steps", steps, minimum=1)
+    steps = None if steps is None else check_int("steps", steps, minimum=1)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     c = check_positive("clip_norm", clip_norm)
     lip = check_positive("lipschitz", lipschitz)

@@ -60,7 +60,7 @@ import numpy as np
 from advsim._validation import check_delta, check_int, check_positive
 from advsim.bounds._langevin import _check_alpha
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
-from advsim.bounds._run_checks import NEIGHBOURING
+from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
 
 __all__ = [
     "SGD_ASSUMPTIONS",
@@ -234,22 +234,17 @@ def noisy_sgd_rdp(
     epochs = check_int("epochs", epochs, minimum=1)
     b = check_int("batch_size", batch_size, minimum=1)
     n = check_int("num_examples", num_examples, minimum=2 * b)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    c = check_positive("clip_norm", clip_norm)
-    lip = check_positive("lipschitz", lipschitz)
+    _, sigma, c, lip, lr = check_gradient_run(
+        steps=None, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
+        why="for each step to be a contraction",
+    )  # fmt: skip
     m = check_positive("strong_convexity", strong_convexity)
     big_m = check_positive("smoothness", smoothness)
-    lr = check_positive("learning_rate", learning_rate)
-    if neighbouring not in NEIGHBOURING:
-        raise ValueError(f"neighbouring must be one of {NEIGHBOURING}, got {neighbouring!r}")
     if neighbouring != "replace_one":
         raise ValueError(
             "neighbouring must be 'replace_one' for the shuffle-and-partition bound (adding "
             f"or removing an example changes the partition), got {neighbouring!r}"
-        )
-    if c < lip:
-        raise ValueError(
-            f"clip_norm must be >= lipschitz = {lip!r} (clipping must never act), got {c!r}"
         )
     if big_m < m:
         raise ValueError(f"smoothness must be >= strong_convexity = {m!r}, got {big_m!r}")
@@ -259,7 +254,7 @@ def noisy_sgd_rdp(
             f"(0, {2.0 / (big_m + m):.6g}) (the step must be a (1 - learning_rate m)-"
             f"contraction), got {lr!r}"
         )
-    s1 = 2.0 * lip
+    s1 = one_step_sensitivity(lip, neighbouring)  # replace-one: 2L
     one_step = alpha * s1**2 / (2.0 * sigma**2 * c**2)
     return _shuffle_rdp(alpha, epochs, n // b, 1.0 - lr * m, one_step)
 

@@ -1,7 +1,7 @@
 """`advsim.testing.check_bound`: it finds planted wrong bounds, shrinks and saves the
 counterexample, and passes the correct bounds.
 
-The planted bounds (issue 40's acceptance): the last-iterate heuristic x 0.9 (its tight
+The planted bounds: the last-iterate heuristic x 0.9 (its tight
 case, a linear canary of norm C with no other data, has exact epsilon = the heuristic by
 Theorem 1 of arXiv:2410.06186, so x 0.9 is 10% below the truth), and the strongly convex
 GDP bound of Bok, Su and Altschuler with a strong convexity m = 0.5 / lr *assumed* while
@@ -65,7 +65,9 @@ class AssumedStronglyConvex(AbstractBound):
 @pytest.mark.parametrize(
     "planted",
     [
-        Scaled(bounds.LastIterateHeuristic(), 0.9),
+        # 2% below the truth on its tight draws: the tolerance (2 x error + 1e-3) is finer
+        Scaled(bounds.LastIterateHeuristic(), 0.98),
+        pytest.param(Scaled(bounds.LastIterateHeuristic(), 0.9), marks=pytest.mark.slow),
         pytest.param(AssumedStronglyConvex(), marks=pytest.mark.slow),  # 13 s
     ],
     ids=str,
