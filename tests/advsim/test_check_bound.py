@@ -91,6 +91,7 @@ def test_a_planted_wrong_bound_is_found_shrunk_and_saved(planted, tmp_path):
     assert planted.epsilon(mech, 1e-5) < exact.epsilon - exact.error
 
 
+@pytest.mark.slow  # 3-6 s; the planted bound above keeps a fast check of the criterion
 def test_a_correct_bound_passes_and_its_tightness_is_reported():
     # (Every bound at its default examples: the slow test below.)
     result = check_bound(bounds.LastIterateHeuristic(), 4)
@@ -103,6 +104,7 @@ def test_a_correct_bound_passes_and_its_tightness_is_reported():
     assert "0 violations" in result.report()
 
 
+@pytest.mark.slow
 def test_the_report_can_be_returned_instead_of_raised(tmp_path):
     result = check_bound(
         Scaled(bounds.LastIterateHeuristic(), 0.9), raise_on_violation=False,

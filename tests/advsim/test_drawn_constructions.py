@@ -412,7 +412,7 @@ _SETS = [
 
 @pytest.mark.parametrize("assumptions", _SETS)
 def test_every_draw_has_the_properties_it_assumes(assumptions):
-    @settings(SETTINGS, max_examples=25)
+    @settings(SETTINGS, max_examples=15)
     @given(constructions(assumptions))
     def check(mech):
         grid = _grid(mech)
