@@ -329,9 +329,11 @@ class ExactBeside:
             except Exception:  # noqa: BLE001, S112 (the foreground call raises it)
                 continue
 
-    def stop(self, *, finish: bool = False) -> None:
-        """Stops the thread (`finish`: after its last job) and waits for it."""
+    def stop(self, *, finish: bool = False, timeout: float | None = None) -> None:
+        """Stops the thread (`finish`: after its last job) and waits for it (at most
+        `timeout` seconds, where given: the thread is a daemon, and goes on to its next
+        stopping point unwaited)."""
         if not finish:
             self._stop.set()
-        self._thread.join()
+        self._thread.join(timeout)
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from advsim.cli import _interrupt
 from advsim.cli._audit import add_audit_command
 from advsim.cli._bound import add_bound_command
 from advsim.cli._common import UsageError, _enable_compile_cache, _Formatter, _one_line, _Parser
@@ -106,54 +107,107 @@ def _sweep_errors() -> tuple[type[Exception], ...]:
     return (sweep.SweepError,) if sweep is not None else ()
 
 
+#: The library each command runs on, imported during start-up (`_start_up`).
+_LIBRARIES = {
+    "audit": ("advsim.sweep", "advsim.plotting"),
+    "bound": ("advsim.bounds",),
+    "figure": ("advsim.figures",),
+    "plot": ("advsim.sweep",),
+    "search": ("advsim.search",),
+    "sweep": ("advsim.sweep",),
+}
+
+
+def _start_up(command: str) -> None:
+    """The compilation cache, and the imports of the command's library: the part of a
+    command during which Ctrl-C ends the process at once (`advsim.cli._interrupt`)."""
+    import importlib
+
+    _enable_compile_cache()
+    for module in _LIBRARIES.get(command, ()):
+        importlib.import_module(module)
+
+
 def _interrupted(command: str, args) -> str:
-    """The line an interrupted command ends with: for a command that runs sweeps (it has
-    --resume), where the finished work is kept and how to continue it."""
+    """The line an interrupted command ends with: for a command that can resume (it has
+    --resume), what is kept in its folder and how to continue it."""
     from pathlib import Path
 
     out = getattr(args, "out", None)  # the command sets it to the folder it writes into
     if out is None or not hasattr(args, "resume"):
         return f"{command}: interrupted"
-    if not Path(out).is_dir() or not any(Path(out).rglob("run.json")):  # no sweep started
+    out = Path(out)
+    resume = f"run the same command with --out {out} --resume to continue it"
+    state = out / "state.json"  # a search's progress, saved at its checkpoints
+    if state.is_file():
+        try:
+            import json
+
+            evaluations = f"{len(json.loads(state.read_text())['trace'])} evaluations, "
+        except (OSError, ValueError, KeyError, TypeError):
+            evaluations = ""
+        return (
+            f"{command}: interrupted; the search's progress up to its last checkpoint "
+            f"({evaluations}{state.name}) is kept in {out}: {resume}"
+        )
+    runs = [*out.glob("run.json"), *out.glob("*/run.json")] if out.is_dir() else []
+    if not runs:  # no sweep started
         return f"{command}: interrupted before anything was finished; nothing was kept"
+    cells = sum(len(list((run.parent / "cells").glob("*.json"))) for run in runs)
     return (
-        f"{command}: interrupted; what was finished is kept in {out}: run the same command "
-        f"with --out {out} --resume to continue it"
+        f"{command}: interrupted; what was finished is kept in {out} ({cells} finished "
+        f"cell{'s' if cells != 1 else ''}): {resume}"
     )
 
 
 def main(argv=None) -> int:
-    """Runs the command line; returns the exit status (0 success, 2 a user error).
+    """Runs the command line; returns the exit status (0 success, 2 a user error, 130
+    interrupted).
 
     A user error (`UsageError`, a `ValueError` or `TypeError` from the library, a
     `SweepError`, an `OSError` of the file system) prints one line on stderr; anything
-    else is a bug: the traceback, then a line saying so.
+    else is a bug: the traceback, then a line saying so. Ctrl-C stops every command within
+    `_interrupt.STOP_WITHIN_S` seconds, at any moment, with a line saying what was kept
+    (`advsim.cli._interrupt`); whatever a command ends with after Ctrl-C counts as the
+    interruption.
     """
     command, args = "advsim", None
-    try:
-        args = build_parser().parse_args(argv)
-        command = f"advsim {args.command}"
-        _enable_compile_cache()
-        return args.func(args)
-    except SystemExit as stop:  # --help, --version
-        return stop.code if isinstance(stop.code, int) else 0
-    except (UsageError, ValueError, TypeError, *_sweep_errors()) as err:
+    with _interrupt.sigint_handling(lambda: _interrupted(command, args)) as session:
+        try:
+            args = build_parser().parse_args(argv)
+            command = f"advsim {args.command}"
+            _start_up(args.command)
+            _interrupt.started(session)
+            status = args.func(args)
+        except SystemExit as stop:  # --help, --version
+            status = stop.code if isinstance(stop.code, int) else 0
+        except BaseException as err:  # noqa: BLE001 (each kind is reported below)
+            status = _report(err, command, args)
+        _interrupt.finished(session, status)
+        return status
+
+
+def _report(err: BaseException, command: str, args) -> int:
+    """Prints what ended a command (`main`) and returns its exit status."""
+    if isinstance(err, KeyboardInterrupt) or _interrupt.interrupted():
+        if _interrupt.claim_report():  # else the watchdog is ending the process with it
+            print(_interrupted(command, args), file=sys.stderr)
+        return 130
+    if isinstance(err, (UsageError, ValueError, TypeError, *_sweep_errors())):
         command = getattr(err, "prog", None) or command
         print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except OSError as err:  # the file system (a full disk, a file removed under us)
+    if isinstance(err, OSError):  # the file system (a full disk, a file removed under us)
         where = f" ({err.filename})" if err.filename else ""
         print(f"{command}: error: {err.strerror or _one_line(err)}{where}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(_interrupted(command, args), file=sys.stderr)
-        return 130
-    except Exception:
-        import traceback
+    if not isinstance(err, Exception):  # GeneratorExit and the like: not ours to report
+        raise err
+    import traceback
 
-        traceback.print_exc()
-        print(_BUG_LINE, file=sys.stderr)
-        return 1
+    traceback.print_exception(err)
+    print(_BUG_LINE, file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

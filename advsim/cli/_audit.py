@@ -34,6 +34,7 @@ from advsim.cli._common import (
     _add_run_options,
     _check,
     _check_out,
+    _check_resume,
     _cleanup_if_empty,
     _command,
     _one_line,
@@ -226,8 +227,9 @@ def _format_row(r, exact: bool = False) -> str:
     if r.get("assumption_rejected"):
         guarantee += ", assumption REJECTED"
     cols = f"{_eps(r.get('exact_epsilon')):>10} {_err(r.get('exact_error')):>8} " if exact else ""
+    low = _eps(r["eps_lower"], "*" if r.get("eps_lower_above_exact") is True else "")
     return (
-        f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {_eps(r['eps_lower']):>10} "
+        f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {low:>10} "
         f"{_eps(r['eps_point'], '!' if above else ''):>10} {cols}{r['heuristic']:>10.3f} "
         f"{r['composition']:>12.3f}  {guarantee}"
     )
@@ -252,12 +254,15 @@ def _format_notes(rows, exact: bool = False) -> list[str]:
     """What the table's columns and markers mean (only those that occur).
 
     `exact`, `est. err`: the exact epsilon of the last model and the refinement estimate
-    of its numerical error (not a bound); `!` after eps_point: the estimate lies above the
-    composition bound, outside the possible range for DP-SGD (too few runs for the rates
-    it needs); `n/a`: no number (the reason is in results.json); `REJECTED` in the
-    guarantee column: the audit's assumption failed its held-out check, so its eps_lower
-    is not credible.
+    of its numerical error (not a bound); `*` after eps_lower: the lower bound lies above
+    the exact epsilon plus its error (allowed at the audit's confidence c, in up to 1 - c
+    of seeds); `!` after eps_point: the estimate lies above the composition bound,
+    outside the possible range for DP-SGD (too few runs for the rates it needs); `n/a`:
+    no number (the reason is in results.json); `REJECTED` in the guarantee column: the
+    audit's assumption failed its held-out check, so its eps_lower is not credible.
     """
+    from advsim._labels import above_exact_note
+
     lines = []
     if exact:
         lines.append(
@@ -265,6 +270,9 @@ def _format_notes(rows, exact: bool = False) -> list[str]:
             "worlds propagated on grids); est. err: its numerical error as a refinement "
             "estimate (the change between the two finest grids), not a bound"
         )
+    above = [r for r in rows if r.get("eps_lower_above_exact") is True]
+    if above:
+        lines.append(f"* eps_lower lies {above_exact_note(above[0].get('confidence'))}")
     if any(r.get("eps_point_above_composition") for r in rows):
         lines.append(
             "! eps_point lies above the composition bound: an estimate outside the possible "
@@ -426,6 +434,8 @@ def _cmd_audit(args) -> int:
     )
     _check_out("--out", out)
     args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
+    if args.resume:
+        _check_resume(out, "audit", "run.json")
     if (out / "run.json").exists() and not args.resume:  # before the header: one line only
         raise UsageError(
             f"--out {out} already holds an audit; pass --resume to continue it, or choose a "

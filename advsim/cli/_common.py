@@ -106,22 +106,46 @@ def _check_out(flag: str, out: Path) -> None:
     os.rmdir(probe)
 
 
+def _check_resume(out: Path, what: str, *markers: str, hint: str = "") -> None:
+    """Refuses --resume on a folder that holds nothing to continue: none of `markers`
+    (file names or glob patterns, relative to `out`, e.g. "run.json", "*/run.json") is
+    there. `what` names the work ("sweep", "search"); `hint` ends the message."""
+    if not out.is_dir():
+        raise UsageError(
+            f"--resume: {out} does not exist, so there is no {what} to continue; run "
+            f"without --resume to start one{hint}"
+        )
+    if not any(any(out.glob(marker)) for marker in markers):
+        found = "it is empty" if not any(out.iterdir()) else f"it has no {markers[0]}"
+        raise UsageError(
+            f"--resume: {out} holds no {what} to continue ({found}); run without --resume "
+            f"to start one there, or give the folder of the run to continue{hint}"
+        )
+
+
 @contextlib.contextmanager
 def _cleanup_if_empty(out: Path):
     """Removes `out` (and the parents this run created) if the block fails before writing
     anything into it, so that a failed run leaves no empty folder behind."""
+    from advsim._interrupt import undo_if_stopped
+
     created = []
     path = out
     while not path.exists():
         created.append(path)
         path = path.parent
-    try:
-        yield
-    except BaseException:
+
+    def remove_empty() -> None:
         for path in created:  # deepest first
             with contextlib.suppress(OSError):
                 if path.is_dir() and not any(path.iterdir()):
                     path.rmdir()
+
+    try:
+        with undo_if_stopped(remove_empty):  # also when Ctrl-C stops the process at once
+            yield
+    except BaseException:
+        remove_empty()
         raise
 
 

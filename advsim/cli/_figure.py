@@ -8,6 +8,7 @@ from advsim.cli._common import (
     UsageError,
     _add_run_options,
     _check_out,
+    _check_resume,
     _cleanup_if_empty,
     _command,
     _para,
@@ -28,9 +29,17 @@ def _cmd_figure(args) -> int:
             f"no figure named {args.name!r}; the figures: {', '.join(list_figures())} "
             "(advsim figure --list)"
         )
+    given = args.out
     out = Path(args.out or f"advsim-results/{args.name}" + ("-quick" if args.quick else ""))
     _check_out("--out", out)
     args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
+    if args.resume:  # a figure's sweeps are its sub-folders
+        other = Path(f"advsim-results/{args.name}" + ("" if args.quick else "-quick"))
+        hint = ""
+        if not given and any(other.glob("*/run.json")):
+            flag = "without --quick" if args.quick else "with --quick"
+            hint = f" (a run {flag} is in {other}: give the same options as that run)"
+        _check_resume(out, f"run of figure {args.name}", "*/run.json", hint=hint)
     with _cleanup_if_empty(out):
         run_figure(
             args.name, quick=args.quick, out=out, resume=args.resume, progress=not args.quiet

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advsim.cli._common import _add_run_options, _check_out, _command
+from advsim.cli._common import _add_run_options, _check_out, _check_resume, _command
 
 __all__ = ["add_sweep_command"]
 
@@ -24,8 +24,9 @@ The config (read as data, never code):
   [grid]        parameter = [values, ...]; the cells are the product (first key slowest)
   [[cases]]     optional sub-grids merged over [grid]
 Every key and value is checked before anything runs. Example files:
-scripts/configs/linear_4x5.toml (a 4 x 5 sigma x q grid, about a minute) and the README's
-"Sweeps" section; the full reference: python -c "import advsim.sweep; help(advsim.sweep)".
+scripts/configs/linear_4x5.toml (a 4 x 5 sigma x q grid, about a minute) and
+scripts/configs/landscape_heatmap.toml; a walk-through: the tutorial docs/tutorials/sweep.md;
+the full reference: python -c "import advsim.sweep; help(advsim.sweep)".
 """
 
 _SWEEP_EXAMPLES = """\
@@ -43,6 +44,8 @@ def _cmd_sweep(args) -> int:
     executor = "local" if args.ray is None else "ray"
     out = Path(args.out)
     _check_out("--out", out)
+    if args.resume:
+        _check_resume(out, "sweep", "run.json")
     n = len(config.cells())
     print(f"advsim sweep: {n} cells ({config.mode} mode) -> {out}", flush=True)
     rows = run_sweep(

@@ -44,9 +44,13 @@ class SearchConfig:
             then 1 / counts[0], Eq. (3) of arXiv:2405.14457).
         learning_rate: eta for "constant".
         clip_norm: C.
-        knots: knots per field, uniform over `span` (the starts' breakpoints are added).
-        span: (lo, hi) of the knots and of the search grid; None: the starts' grids.
-        search: which fields vary ("canary", "groups", "regularizer").
+        knots: knots per field, 2 to 512, uniform over `span` (the starts' breakpoints
+            are added).
+        span: (lo, hi) of the knots and of the search grid, lo <= 0 <= hi (it holds the
+            initial model m_0 = 0); None: the starts' grids.
+        search: which fields vary ("canary", "groups", "regularizer"; "groups" needs a
+            data group, `counts`); None: every field the cell has (the groups only where
+            `counts` names some).
         per_step: which fields have one row of values per step (else one row).
         jumps: whether the searched fields may jump at their knots.
         regularizer_bound: bounds the regularizer's knot values (|value| <= bound) and its
@@ -57,7 +61,8 @@ class SearchConfig:
             [-2C, 2C]) and the engine clips them to C.
         starts: the start names (`START_KINDS`).
         random_starts: how many random members start gradient ascent too.
-        iterations: gradient steps per start.
+        iterations: gradient steps per start, 0 to 100000 (0: each start is evaluated
+            where it is, not moved; the random arm's default budget is then 0).
         step: Adam's learning rate, in units of C.
         random_candidates: the random-search baseline's evaluations (default: 3 x the
             gradient arm's steps, a gradient costing about 3 evaluations).
@@ -87,7 +92,7 @@ class SearchConfig:
     clip_norm: float = 1.0
     knots: int = 9
     span: tuple[float, float] | None = None
-    search: tuple[str, ...] = FIELDS
+    search: tuple[str, ...] | None = None
     per_step: tuple[str, ...] = ()
     jumps: bool = True
     regularizer_bound: float = 4.0
@@ -124,12 +129,17 @@ class SearchConfig:
             raise ValueError("step_sizes = 'landscape' needs a data group: counts = [B]")
         for name in ("learning_rate", "clip_norm", "regularizer_bound", "step"):
             set_(self, name, check_positive(name, getattr(self, name)))
-        set_(self, "knots", check_int("knots", self.knots, minimum=1, maximum=512))
+        set_(self, "knots", check_int("knots", self.knots, minimum=2, maximum=512))
         if self.span is not None:
             lo, hi = (float(v) for v in self.span)
-            if not lo < hi:
-                raise ValueError(f"span must be (lo, hi) with lo < hi, got {self.span!r}")
+            if not (lo < hi and lo <= 0.0 <= hi):
+                raise ValueError(
+                    f"span must be (lo, hi) with lo <= 0 <= hi and lo < hi (it holds the "
+                    f"initial model m_0 = 0), got {self.span!r}"
+                )
             set_(self, "span", (lo, hi))
+        if self.search is None:
+            set_(self, "search", tuple(f for f in FIELDS if f != "groups" or counts))
         for name in ("search", "per_step"):
             values = tuple(getattr(self, name))
             bad = [v for v in values if v not in FIELDS]
@@ -138,6 +148,11 @@ class SearchConfig:
             set_(self, name, values)
         if not self.search:
             raise ValueError(f"search must name at least one of {FIELDS}")
+        if "groups" in self.search and not counts:
+            raise ValueError(
+                "search names 'groups' but the cell has no data group (counts = []); give "
+                "counts = [B, ...] or leave 'groups' out of search"
+            )
         set_(self, "starts", tuple(self.starts))
         for start in self.starts:
             _check_start(start)
@@ -155,7 +170,9 @@ class SearchConfig:
             raise ValueError(f"cells_per_sd must be >= 2, got {cells!r}")
         set_(self, "seed", check_int("seed", self.seed, minimum=0, maximum=2**32 - 1))
         if not isinstance(self.confirm_streaming, bool):
-            raise ValueError(f"confirm_streaming must be true or false, got {self.confirm_streaming!r}")
+            raise ValueError(
+                f"confirm_streaming must be true or false, got {self.confirm_streaming!r}"
+            )
         most = 2**32 - 1 if self.confirm_streaming else 10**8
         set_(self, "confirm_runs", check_int("confirm_runs", self.confirm_runs, minimum=0,
                                              maximum=most))  # fmt: skip

@@ -168,7 +168,7 @@ def build_family(cfg: SearchConfig) -> Family:
     papers = {name: paper_start(cfg, name) for name in cfg.starts}
     base = next(iter(papers.values()), None) or paper_start(cfg, "linear")
     lo, hi = _span(cfg, list(papers.values()) or [base])
-    knots = np.linspace(lo, hi, cfg.knots) if cfg.knots > 1 else np.array([(lo + hi) / 2])
+    knots = np.linspace(lo, hi, cfg.knots)
     extra = [np.asarray(f.knots) for m in papers.values()
              for f in (m.canary, *m.groups, m.regularizer) if f.jumps is not None]  # fmt: skip
     knots = np.unique(np.concatenate([knots, *extra])) if extra else knots

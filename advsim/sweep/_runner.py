@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from advsim import bounds
 from advsim._exact_columns import ExactBeside
+from advsim._interrupt import undo_if_stopped
 from advsim._io import provenance, write_json
 from advsim.experiment import EXACT_COLUMNS, exact_columns, run_audit
 from advsim.sweep._config import (
@@ -33,6 +34,7 @@ from advsim.sweep._config import (
 from advsim.sweep._store import (
     AUDIT_COLUMNS,
     CELLS_DIR,
+    LOCK_FILE,
     RUN_FILE,
     load_run_config,
     read_cell,
@@ -43,6 +45,10 @@ from advsim.sweep._store import (
 )
 
 __all__ = ["CalibrationError", "run_cell", "run_sweep"]
+
+#: Seconds an interrupted sweep waits for the thread computing exact columns beside it
+#: (it stops at its next chunk of steps; one still compiling is left to end with the process).
+_BESIDE_WAIT_S = 0.3
 
 
 class CalibrationError(ValueError):
@@ -350,8 +356,22 @@ def run_sweep(
     # What this call creates; removed again if it fails before finishing a cell.
     created = [p for p in (cells_dir, out, *out.parents) if not p.exists()]
     new_run = False  # whether this call writes the folder's run.json (a new sweep)
+
+    def leave_nothing(stopped: bool = False) -> None:
+        """Nothing finished in a sweep this call started: leave nothing behind, so that
+        the same command can simply be run again (`stopped`: the process ends without
+        unwinding, its lock file still there; `advsim._interrupt`)."""
+        if new_run and not any(cells_dir.glob("*.json")):
+            run_path.unlink(missing_ok=True)
+            if stopped:
+                (out / LOCK_FILE).unlink(missing_ok=True)
+            for path in created:
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only if empty
+
+    stopped = functools.partial(leave_nothing, stopped=True)
     try:
-        with sweep_lock(out):  # one process at a time in a folder
+        with undo_if_stopped(stopped), sweep_lock(out):  # one process at a time in a folder
             new_run = not run_path.exists()
             meta = _start_or_resume(config, out, resume)
             cells_dir.mkdir(parents=True, exist_ok=True)
@@ -372,13 +392,7 @@ def run_sweep(
                 on_cell,
             )  # fmt: skip
     except BaseException:
-        if new_run and not any(cells_dir.glob("*.json")):
-            # Nothing finished in a sweep this call started: leave nothing behind, so that
-            # the same command can simply be run again.
-            run_path.unlink(missing_ok=True)
-            for path in created:
-                with contextlib.suppress(OSError):
-                    path.rmdir()  # only if empty
+        leave_nothing()
         raise
 
 
@@ -487,7 +501,12 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
                         )
                         raise
                     finished(cell, result)
-            finally:  # an interrupt or a failure stops it too (at its next chunk of steps)
+            except KeyboardInterrupt:  # Ctrl-C: the thread is not waited for long
+                if beside is not None:
+                    beside.stop(timeout=_BESIDE_WAIT_S)
+                    beside = None
+                raise
+            finally:  # a failure stops it too (at its next chunk of steps)
                 if beside is not None:
                     beside.stop()
         elif pending:

@@ -517,3 +517,88 @@ def test_pip_wheel_records_the_commit(tmp_path):
     (wheel,) = tmp_path.glob("advsim-*.whl")
     text = zipfile.ZipFile(wheel).read("advsim/_build_info.py").decode()
     assert _io._checkout_commit(root / "advsim").split("+")[0] in text
+
+
+# --------------------------------------------------------- resume, search, help texts
+
+
+def _search_toml(path: Path, **overrides) -> Path:
+    keys = {"steps": 3, "noise_multiplier": 2.0, **overrides}
+    path.write_text("[search]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items()))
+    return path
+
+
+@pytest.mark.parametrize("command", ["sweep", "audit", "figure", "search"])
+@pytest.mark.parametrize("folder", ["empty", "missing"])
+def test_resume_with_nothing_to_resume_names_the_folder(
+    tmp_path, monkeypatch, capsys, command, folder
+):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    if folder == "empty":
+        out.mkdir()
+    (tmp_path / "s.toml").write_text(_toml(_base()))
+    config = {"sweep": [str(tmp_path / "s.toml")], "audit": [], "figure": ["figure1"],
+              "search": [str(_search_toml(tmp_path / "search.toml"))]}[command]  # fmt: skip
+    code, _, err = _run([command, *config, "--out", out, "--resume", "--quiet"], capsys)
+    _assert_user_error(code, err, f"--resume: {out}")
+    assert "to continue" in err
+    assert out.exists() == (folder == "empty") and not any(tmp_path.glob("out/*"))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "mentions"),
+    [
+        ("knots", 1, "knots must be an integer in [2, 512], got 1"),
+        ("iterations", -1, "iterations must be an integer in [0, 100000], got -1"),
+        ("search", ["groups"], "search names 'groups' but the cell has no data group"),
+        ("span", [1.0, 2.0], "span must be (lo, hi) with lo <= 0 <= hi"),
+    ],
+)
+def test_search_config_bad_value_is_one_line(tmp_path, monkeypatch, capsys, key, value, mentions):
+    monkeypatch.chdir(tmp_path)
+    config = _search_toml(tmp_path / "search.toml", **{key: value})
+    code, _, err = _run(["search", config, "--out", tmp_path / "out"], capsys)
+    _assert_user_error(code, err, mentions, where=tmp_path)
+
+
+def test_search_iterations_zero_evaluates_the_starts_unmoved():
+    """0 is in the stated range [0, 100000]: the starts are evaluated, not moved; the
+    default search leaves the groups out of a cell without data groups."""
+    from advsim.search import SearchConfig
+
+    config = SearchConfig(steps=3, noise_multiplier=2.0, iterations=0)
+    assert (config.iterations, config.budget) == (0, 0)
+    assert config.search == ("canary", "regularizer")
+    assert SearchConfig(steps=3, noise_multiplier=2.0, counts=(4,)).search == (
+        "canary", "groups", "regularizer",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("wrong", ["adversary", "number"])
+def test_exact_epsilon_of_a_non_mechanism_says_it_wants_a_mechanism(wrong):
+    from advsim.adversaries import ProjectionScore
+    from advsim.exact import last_iterate_epsilon, last_iterate_epsilons
+
+    value = ProjectionScore() if wrong == "adversary" else 0.5
+    with pytest.raises(TypeError, match=r"^mechanism must be a mechanism .*got an? ") as info:
+        last_iterate_epsilon(value, 1e-5)
+    assert ("got an adversary" in str(info.value)) == (wrong == "adversary")
+    with pytest.raises(TypeError, match=r"^mechanisms\[0\] must be a mechanism"):
+        last_iterate_epsilons([value], 1e-5)
+
+
+def test_help_texts_cite_what_exists(capsys):
+    """`advsim sweep --help` names only files that exist; `advsim plot --help` says what
+    it draws."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    assert main(["sweep", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "README" not in text
+    cited = re.findall(r"(?:scripts|docs)/[\w/.-]+\.(?:toml|md)", text)
+    assert cited and all((root / path).is_file() for path in cited), cited
+    assert main(["plot", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "DIR/figures/" in text and "heatmaps" in text and "finished cells" in text

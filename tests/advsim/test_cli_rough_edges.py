@@ -327,8 +327,8 @@ def test_interrupt_names_resume(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 130
     assert err == (
-        f"advsim sweep: interrupted; what was finished is kept in {out}: run the same "
-        f"command with --out {out} --resume to continue it"
+        f"advsim sweep: interrupted; what was finished is kept in {out} (1 finished cell): "
+        f"run the same command with --out {out} --resume to continue it"
     )
     calls.clear()
     calls.append(1)  # the next call is the second: interrupted before a cell finishes
