@@ -10,7 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from advsim._plot_style import as_number, has_column, save_figure, styled_pyplot
+from advsim._plot_style import (
+    as_number,
+    dodged,
+    fit_title,
+    has_column,
+    save_figure,
+    styled_pyplot,
+)
 
 __all__ = ["plot_eps_emp_vs_eps", "plot_tradeoff_panels"]
 
@@ -28,7 +35,7 @@ def _label_panel(ax, panel: Mapping, xlabel: str, ylabel: str) -> None:
     """The axis labels, the panel's `title` (if any) and a light grid."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(panel.get("title", ""), fontsize=8)
+    fit_title(ax, panel.get("title", ""), fontsize=8)
     ax.grid(True, color="0.9", linewidth=0.6)
 
 
@@ -112,27 +119,33 @@ def plot_eps_emp_vs_eps(
                 label=r"$\varepsilon_{emp} = \varepsilon$ (composition)")
         if has_column(rows, "heuristic"):
             ax.plot(eps, [as_number(r.get("heuristic")) for r in rows], color="0.35",
-                    linestyle="--", marker=".", label="linear-loss heuristic")
+                    linestyle="--", label="linear-loss heuristic")
+        # The estimates at one eps side by side (`dodged`): they are often equal.
+        shown = ["eps_point_mean"] + [k for k in ("eps_held_out_mean", "eps_lower_mean")
+                                      if has_column(rows, k)]  # fmt: skip
         ax.errorbar(
             eps,
             [as_number(r["eps_point_mean"]) for r in rows],
             yerr=[2 * as_number(r.get("eps_point_sd", 0.0)) for r in rows],
             linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
             capsize=3, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)",
+            transform=dodged(ax, 0, len(shown), 4.5),
         )
         if has_column(rows, "eps_held_out_mean"):
             ax.errorbar(
-                eps + 0.012 * top,
+                eps,
                 [as_number(r["eps_held_out_mean"]) for r in rows],
                 yerr=[2 * as_number(r.get("eps_held_out_sd", 0.0)) for r in rows],
                 linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
                 capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
+                transform=dodged(ax, shown.index("eps_held_out_mean"), len(shown), 4.5),
             )
         if has_column(rows, "eps_lower_mean"):
             # unclipped: a bound near 0 sits on the axes' edge, which would cut its marker
             ax.plot(eps, [as_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",
                     marker="v", color="0.0", ms=4.5, label="lower bound (95% CP)",
-                    clip_on=False)
+                    clip_on=False,
+                    transform=dodged(ax, shown.index("eps_lower_mean"), len(shown), 4.5))
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         _label_panel(ax, panel, r"theoretical $\varepsilon$ ($\delta = 10^{-5}$)",

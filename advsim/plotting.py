@@ -1,8 +1,9 @@
 """Figures fit for a paper: readable in black-and-white print, PNG and PDF.
 
 - `plot_eps_vs_steps`, `plot_eps_vs_steps_panels`: epsilon against T (or another
-  parameter), the three bounds as reference lines told apart by line style, the empirical
-  epsilon (when there is one) as markers.
+  parameter), the three bounds as reference lines told apart by line style, the exact
+  epsilon of the last model (when there is one) as a thick light line, the empirical
+  epsilon (when there is one) as markers, the lower bound's guarantee in the legend.
 - `plot_heatmap`: one value over a grid of two parameters, the value written in every cell,
   a labelled colour bar; the colour map's lightness is monotone (cividis, Greys), so the
   order survives grey-scale printing, and each number's colour is chosen for contrast.
@@ -25,7 +26,13 @@ import numpy as np
 
 from advsim._plot_style import (
     as_number,
+    dodged,
+    fit_data_limits,
+    fit_figure_legends,
+    fit_title,
+    guarantee_text,
     has_column,
+    relative_error,
     save_figure,
     styled_pyplot,
     symbol,
@@ -91,42 +98,87 @@ def _ratio_label(key: str) -> str:
     return _RATIO_LABELS.get(key, _label(key))
 
 
+#: The exact epsilon of the last model: a thick light line under the bounds (where the
+#: heuristic is exact the two coincide and both stay visible).
+EXACT_STYLE = dict(color="0.7", linestyle="-", linewidth=3.0, zorder=0)
+
+#: Markers of a series drawn at a single x (a one-T audit): one shape per bound.
+_SINGLE_MARKERS = {"composition": "s", "heuristic": "D", "full_batch": "p", "exact": "o"}
+
+#: Points between two series' markers at the same x (side by side, never one blob).
+_DODGE_PT = 6.0
+
+
+def _exact_key(rows: Sequence[Mapping]) -> str | None:
+    """The column holding the exact epsilon of the last model, if the rows have one."""
+    return next((k for k in ("exact_epsilon", "exact") if has_column(rows, k)), None)
+
+
 def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) -> None:
-    # Markers are not clipped: the y axis starts at 0, where an audit that certifies
-    # nothing puts its marker, which the axes' edge would cut in half.
+    """The bounds (lines), the exact epsilon of the last model (a thick light line, where
+    the rows have `exact_epsilon` or `exact`), the point estimate (circles) and the lower
+    bound (triangles, labelled with its guarantee). A single x (a one-T audit) draws every
+    series as a marker, side by side; the two empirical markers at one x always sit side
+    by side. Markers are not clipped: an audit that certifies nothing sits at 0, the
+    axes' edge."""
     rows = sorted(rows, key=lambda r: as_number(r[x]))
     xs = np.array([as_number(r[x]) for r in rows])
-    for key, style in BOUND_STYLES.items():
-        if has_column(rows, key):
-            ax.plot(xs, [as_number(r.get(key)) for r in rows], **style)
-    if has_column(rows, "eps_point"):
+    single = len(set(xs[np.isfinite(xs)].tolist())) == 1
+    exact = _exact_key(rows)
+    series = [k for k in BOUND_STYLES if has_column(rows, k)] + ([exact] if exact else [])
+    empirical = [k for k in ("eps_point", "eps_lower") if has_column(rows, k)]
+    order = (series if single else []) + empirical
+
+    def shifted(key):
+        """transData moved sideways by the series' place among those at one x."""
+        return dodged(ax, order.index(key), len(order), _DODGE_PT) if key in order else ax.transData
+
+    for key in series:
+        ys = [as_number(r.get(key)) for r in rows]
+        style = dict(EXACT_STYLE, label="exact (last model)") if key == exact else BOUND_STYLES[key]
+        if single:
+            bound = key != exact
+            marker = _SINGLE_MARKERS["exact" if key == exact else key]
+            ax.plot(xs, ys, linestyle="none", marker=marker,
+                    mfc="white" if bound else style["color"], mec=style["color"] if bound
+                    else "0.45", ms=5, label=style["label"], transform=shifted(key),
+                    clip_on=False)  # fmt: skip
+        else:
+            ax.plot(xs, ys, **style)
+    if "eps_point" in empirical:
         above = np.array([_mark(r, "eps_point") == "!" for r in rows])
         pts = np.array([as_number(r.get("eps_point")) for r in rows])
         ax.plot(
-            xs[~above], pts[~above], linestyle="none", marker="o",
-            mfc="white", mec="0.0", ms=4.5, label="empirical (point estimate)", clip_on=False,
+            xs[~above], pts[~above], linestyle="none", marker="o", mfc="white", mec="0.0",
+            ms=4.5, label="empirical (point estimate, not a bound)", clip_on=False,
+            transform=shifted("eps_point"),
         )
         if above.any():
             ax.plot(
                 xs[above], pts[above], linestyle="none", marker="o", mfc="white", mec="0.6",
                 ms=4.5, label="point estimate above composition (outside the possible range)",
-                clip_on=False,
+                clip_on=False, transform=shifted("eps_point"),
             )
-    if has_column(rows, "eps_lower"):
+    if "eps_lower" in empirical:
         lows = np.array([as_number(r.get("eps_lower")) for r in rows])
-        guarantees = sorted({str(r.get("guarantee")) for r in rows if r.get("guarantee")})
-        label = "empirical (lower bound)"
-        if guarantees and guarantees != ["rigorous"]:
-            label = f"empirical (lower bound; {', '.join(guarantees)})"
+        guarantees = guarantee_text(rows)  # the legend names what the bound rests on
+        label = "empirical (lower bound" + (f"; {guarantees})" if guarantees else ")")
         ax.plot(xs, lows, linestyle="none", marker="v", color="0.0", ms=4.5, label=label,
-                clip_on=False)
+                clip_on=False, transform=shifted("eps_lower"))
         rejected = np.array([_mark(r, "eps_lower").endswith("\u2021") for r in rows])
         if rejected.any():
             ax.plot(
                 xs[rejected], lows[rejected], linestyle="none", marker="x", color="0.0",
                 ms=8, label="assumption rejected by the held-out runs", clip_on=False,
+                transform=shifted("eps_lower"),
             )
-    if len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() >= 20:
+    fit_data_limits(ax)
+    if single:
+        x0 = float(xs[np.isfinite(xs)][0])
+        ax.set_xticks([x0], [f"{x0:g}"])
+        half = 1.0 if x0 == 0 else 0.1 * abs(x0)
+        ax.set_xlim(x0 - half, x0 + half)
+    elif len(xs) > 1 and xs.min() > 0 and xs.max() / xs.min() >= 20:
         ax.set_xscale("log")
     ax.set_xlabel(_label(x))
     delta = _delta_text(rows)
@@ -144,12 +196,16 @@ def plot_eps_vs_steps(
     title: str | None = None,
     x: str = "steps",
 ) -> list[Path]:
-    """Epsilon against T with the three bounds as reference lines.
+    """Epsilon against T with the three bounds as reference lines, the exact epsilon of
+    the last model (where the rows have it) as a thick light line, the audit as markers.
 
     Args:
         rows: records with keys steps, heuristic, composition, full_batch and, when
-            audited, eps_lower and eps_point (e.g. `AuditRecord.to_dict()` or the rows of a
-            sweep table), one per T. Missing columns are left out of the plot.
+            computed, exact_epsilon (or exact) and, when audited, eps_lower, eps_point and
+            guarantee (named in the lower bound's legend entry) (e.g.
+            `AuditRecord.to_dict()` or the rows of a sweep table), one per T. Missing
+            columns are left out of the plot. With a single T every series is a marker,
+            side by side.
         path_stem: output path without extension; writes .png and .pdf.
         title: optional title (e.g. the fixed parameters).
         x: the column on the horizontal axis (default "steps"); log scale when it spans a
@@ -168,7 +224,7 @@ def plot_eps_vs_steps(
         fig.set_size_inches(3.6, 2.7 + 0.17 * len(labels))
         fig.legend(handles, labels, loc="outside lower center", frameon=False, ncol=1)
     if title:
-        ax.set_title(title, fontsize=8)
+        fit_title(ax, title, fontsize=8)
     return save_figure(fig, path_stem)
 
 
@@ -218,6 +274,7 @@ def plot_eps_vs_steps_panels(
                ncols=min(len(labels), 3 if long else 5), frameon=False)
     if suptitle:
         fig.suptitle(suptitle, fontsize=9)
+    fit_figure_legends(fig)
     return save_figure(fig, path_stem)
 
 
@@ -316,8 +373,10 @@ def _mark_legend(ax, marks) -> None:
 
 def _draw_heatmap(
     fig, ax, xs, ys, mat, *, x, y, cmap, fmt, colorbar_label, log_color, center=None,
-    marks=None,
+    marks=None, min_span=0.0,
 ):
+    """`min_span`: the colour range's least width, widened about the cells' midpoint (a
+    range of numerical noise gets nearby colours, not the whole map)."""
     from matplotlib import colors
 
     finite = mat[np.isfinite(mat)]
@@ -325,6 +384,9 @@ def _draw_heatmap(
         lo, hi = 0.0, 1.0
     else:
         lo, hi = float(finite.min()), float(finite.max())
+    if hi - lo < min_span:
+        mid = (lo + hi) / 2
+        lo, hi = mid - min_span / 2, mid + min_span / 2
     if log_color and finite.size and lo > 0:
         norm = colors.LogNorm(vmin=lo, vmax=hi if hi > lo else lo * 1.0001)
     else:
@@ -357,6 +419,8 @@ def _draw_heatmap(
     _mark_legend(ax, marks)
     cbar = fig.colorbar(im, ax=ax)
     cbar.set_label(colorbar_label, fontsize=7)
+    if hasattr(cbar.formatter, "set_useOffset"):  # ticks as the numbers, no "+1" above
+        cbar.formatter.set_useOffset(False)
     if center is not None and lo < center < hi:
         cbar.ax.axhline(center, color="black", linewidth=0.8)
     return im
@@ -424,8 +488,14 @@ def plot_heatmap(
                   colorbar_label=colorbar_label, log_color=log_color,
                   marks=_mark_matrix(rows, x, y, [value]))
     if title:
-        ax.set_title(title, fontsize=8)
+        fit_title(ax, title, fontsize=8)
     return save_figure(fig, path_stem)
+
+
+#: The least width of a ratio heat map's colour range: ratios closer than this (2%) get
+#: nearby colours, so a grid of ratios that differ by numerical noise (e.g. 1.0000 to
+#: 1.0010) is not spread over the whole colour map.
+RATIO_MIN_SPAN = 0.02
 
 
 def plot_ratio_heatmap(
@@ -461,6 +531,11 @@ def plot_ratio_heatmap(
         title: optional title.
         fmt: format of the numbers (default 2 decimals).
         cmap: colour map (monotone lightness by default); a line on the colour bar marks 1.
+            The colour range is at least `RATIO_MIN_SPAN` wide and at least twice the
+            largest error of a cell's ratio (from the stated errors of its columns:
+            `exact_error` beside the exact epsilon, `<column>_error` beside others), so
+            differences within numerical noise get nearby colours; the colour bar's ticks
+            are the ratios themselves (no offset).
         colorbar_label: default "numerator / denominator".
 
     Returns:
@@ -471,6 +546,9 @@ def plot_ratio_heatmap(
     if denominator is not None:
         def ratio(r):
             return as_number(r.get(numerator)) / as_number(r.get(denominator))
+
+        def ratio_error(r):  # relative, to first order: e_n/|n| + e_d/|d|
+            return relative_error(r, numerator) + relative_error(r, denominator)
 
         label = f"{_ratio_label(numerator)} / {_ratio_label(denominator)}"
     else:
@@ -494,16 +572,28 @@ def plot_ratio_heatmap(
         def ratio(r):
             return as_number(r.get(numerator)) / base.get(key_of(r), math.nan)
 
+        base_error = {
+            key_of(r): relative_error(r, numerator)
+            for r in rows
+            if as_number(r.get(bkey)) == as_number(bval) or r.get(bkey) == bval
+        }
+
+        def ratio_error(r):  # relative, to first order
+            return relative_error(r, numerator) + base_error.get(key_of(r), 0.0)
+
         label = f"{_ratio_label(numerator)} / its value at {symbol(bkey)} = {_tick(bval)}"
     plt = styled_pyplot()
     with np.errstate(divide="ignore", invalid="ignore"):
         xs, ys, mat = _pivot(rows, x, y, ratio)
+        errors = _pivot(rows, x, y, ratio_error)[2]
     mat[~np.isfinite(mat)] = np.nan
+    stated = (np.abs(mat) * errors)[np.isfinite(errors) & np.isfinite(mat)]
+    min_span = max(RATIO_MIN_SPAN, 2.0 * float(stated.max()) if stated.size else 0.0)
     fig, ax = plt.subplots(figsize=_figsize(xs, ys))
     marked = [numerator] + ([denominator] if denominator else [])
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
                   colorbar_label=colorbar_label or label, log_color=False, center=1.0,
-                  marks=_mark_matrix(rows, x, y, marked))
+                  marks=_mark_matrix(rows, x, y, marked), min_span=min_span)
     if title:
-        ax.set_title(title, fontsize=8)
+        fit_title(ax, title, fontsize=8)
     return save_figure(fig, path_stem)

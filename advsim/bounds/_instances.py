@@ -89,7 +89,10 @@ class Composition(AbstractBound):
     mechanisms (`composition_epsilon`). It assumes nothing of the losses."""
 
     assumptions = ()
-    reference = "composition of Poisson-subsampled Gaussian mechanisms, dp_accounting PLD"
+    reference = (
+        "every iterate released: composition of the canary's Poisson-subsampled Gaussian "
+        "mechanisms (dp_accounting PLD)"
+    )
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
         return composition_epsilon(delta, facts.accounting)
@@ -103,7 +106,10 @@ class FullBatchGDP(AbstractBound):
     `full_batch_epsilon` with $q = 1$), every iterate released."""
 
     assumptions = (FullBatch(),)
-    reference = "Dong, Roth and Su, arXiv:1905.02383, Corollary 3.3 (full_batch_epsilon)"
+    reference = (
+        "sqrt(T)/sigma-GDP of full-batch DP-GD, every iterate released: Dong, Roth and Su, "
+        "arXiv:1905.02383, Corollary 3.3 (full_batch_epsilon)"
+    )
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
         return full_batch_epsilon(delta, facts.accounting)

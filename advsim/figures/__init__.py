@@ -29,18 +29,26 @@ and the finished sweeps' rows, `{key: rows}`: `compute(figure, rows) -> {name: r
 [paths]`. Plot functions live in `advsim.figures._plots_<family>` and share the style of
 `advsim.plotting`.
 
-**Every epsilon carries its label.** A table column holding an audit's epsilon (a name
-containing `eps_lower`, `eps_point`, `eps_held_out`, `eps_gdp`, `eps_family` or
-`eps_delta_lower`, e.g. `h_star_eps_lower`, `eps_lower_t25`) needs beside it the
-guarantee label of that number (`guarantee`, or one named after the column, e.g.
-`h_star_guarantee`, `guarantee_t25`, `eps_gdp_guarantee`); where a label says the number
-rests on an assumption, the verdict of the assumption's check (`assumption_rejected` or
-named alike, e.g. `gdp_assumption_rejected`); and a point estimate (`eps_point`,
-`eps_held_out`, `*_point*`) in a table with a composition column (`composition`,
-`eps_composition`), the flag of an estimate above composition
-(`<column>_above_composition`, what `advsim audit` and `print_table` print as `!`).
-`label_problems` states the rule; `run_figure` refuses to finish a figure whose tables
-break it (after writing them).
+**Every epsilon carries its label.** Every epsilon-valued column of a table has its
+label beside it: an audit's epsilon (a name containing `eps_lower`, `eps_point`,
+`eps_held_out`, `eps_gdp`, `eps_family` or `eps_delta_lower`) its guarantee (`guarantee`,
+or one named after the column: `h_star_guarantee`, `guarantee_t25`, `eps_gdp_guarantee`)
+and, where the guarantee starts with "assumes", the verdict of the assumption's check
+(`assumption_rejected` or named alike); a point estimate (`eps_point`, `eps_held_out`,
+`*_point*`) a label of its own saying it is an estimate, not a bound
+(`eps_point_guarantee`), and beside composition the flag of an estimate above it
+(`<column>_above_composition`, printed as `!`); an `eps_lower` beside the exact epsilon
+of its row, the flag `<column>_above_exact` with its note (allowed at the audit's
+confidence); an exact epsilon its error and the kind of that error (`exact_error`,
+`exact_error_kind`, or `<column>_error`, `<column>_error_kind`); a bound (`heuristic`,
+`heuristic_max`, `composition`, `full_batch`, `shifted_interpolation`) what it assumes
+(`<column>_assumes`: the bound's kind, assumptions and reference, as
+`advsim.bounds.LastIterateHeuristic` and the others state them). `run_figure` inserts the
+labels that follow from a column's name and row (point estimates, bounds, the flag above
+the exact epsilon) beside their columns; `label_problems` states what a table still lacks,
+and `run_figure` refuses to finish a figure whose tables lack a label (after writing
+them). A table whose exact columns have no error estimate yet says why in its
+`exact_error_missing` (a string); only their error and kind are then not required.
 
 Example:
     >>> from advsim.figures import list_figures
@@ -52,8 +60,8 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import os
-import re
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -61,15 +69,25 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
 from advsim._io import provenance, write_csv, write_json
+from advsim._labels import add_labels, label_problems
 from advsim.sweep import run_sweep
 
 __all__ = [
     "Figure",
+    "CLOSED_FORM",
+    "add_labels",
+    "PLD_REFINEMENT",
+    "TRAPEZOID_REFINEMENT",
     "exact_epsilon",
+    "exact_with_error",
     "label_problems",
     "list_figures",
     "load_figure",
+    "pld_exact",
+    "trapezoid_exact",
     "print_table",
     "run_figure",
 ]
@@ -161,69 +179,57 @@ def exact_epsilon(spec: Mapping, mechanism, delta: float, grid: float | None = N
     return float(function(delta, **spec["params"], value_discretization_interval=grid))
 
 
-_ESTIMATE = re.compile(
-    r"^(?P<pre>.*?)(?P<kind>eps_(?:lower|point|held_out|gdp|family|delta_lower))(?P<post>.*)$"
-)
-#: Columns that qualify an estimate rather than hold one.
-_LABEL_SUFFIXES = ("_note", "_above_composition", "_guarantee", "_assumption_rejected")
+CLOSED_FORM = "closed form (float64 rounding only)"
+"""The kind of an exact epsilon's error where it is a closed form or an exact sum (error
+0: no grid, no truncation beyond float64)."""
+PLD_REFINEMENT = "refinement estimate (PLD grid h against 2h)"
+"""The kind of an exact epsilon's error where it is computed on a PLD grid of interval h:
+the change from the grid of interval 2h (an estimate of the discretisation error, not a
+bound; as the exact engine's `refinement estimate`)."""
 
 
-def _named_after(column: str, what: str) -> list[str]:
-    """The names a `what` column ("guarantee", "assumption_rejected") of `column` may
-    have: `what` itself, or named after the column (module docstring)."""
-    m = _ESTIMATE.match(column)
-    pre, kind, post = m["pre"], m["kind"], m["post"]
-    names = [what, f"{pre}{what}{post}", f"{column}_{what}", f"{pre}{kind}_{what}"]
-    if what == "assumption_rejected":  # eps_gdp -> gdp_assumption_rejected
-        names.append(f"{kind.removeprefix('eps_')}_{what}")
-    return list(dict.fromkeys(names))
+TRAPEZOID_REFINEMENT = "refinement estimate (trapezoid rule on n points against (n + 1) / 2)"
+"""The kind of an exact epsilon's error where it is a trapezoid-rule integral on a uniform
+grid of n points: the change from the grid twice as coarse (an estimate, not a bound; the
+rule is second order, so the change overstates the n-point value's error: 1.3 and 4.4
+times it for `two_step_epsilon` at two thresholds, against adaptive quadrature)."""
 
 
-def label_problems(columns: Sequence[str], rows: Sequence[Mapping] = ()) -> list[str]:
-    """What a table with these columns (and rows, when given) lacks to label its epsilons.
+def trapezoid_exact(function, *args, points: int, **kwargs) -> tuple:
+    """`function(*args, points=points, **kwargs)` (a number or an array) and its error, the
+    change from `points = (points + 1) // 2` (`TRAPEZOID_REFINEMENT`): `(value, error)`."""
+    fine = np.asarray(function(*args, points=points, **kwargs), np.float64)
+    coarse = np.asarray(function(*args, points=(points + 1) // 2, **kwargs), np.float64)
+    return fine, np.abs(fine - coarse)
 
-    Args:
-        columns: the table's column names.
-        rows: its rows; with them, a guarantee label that starts with "assumes" requires
-            the verdict column too (without them, only the column names are checked).
 
-    Returns:
-        One sentence per missing column (empty when the table is labelled; the rule is
-        in the module docstring).
+def pld_exact(function, delta: float, *args, interval: float | None = None, **kwargs) -> dict:
+    """An exact epsilon on a PLD grid with its error: `function(delta, *args, **kwargs,
+    value_discretization_interval=h)` (h = `interval`, or the function's default) as
+    `exact`, and `exact_error` = its change from the grid 2h (`PLD_REFINEMENT`)."""
+    if interval is None:
+        interval = inspect.signature(function).parameters["value_discretization_interval"].default
+    fine = float(function(delta, *args, **kwargs, value_discretization_interval=interval))
+    coarse = float(function(delta, *args, **kwargs, value_discretization_interval=2 * interval))
+    return {"exact": fine, "exact_error": abs(fine - coarse), "exact_error_kind": PLD_REFINEMENT}
 
-    Example:
-        >>> label_problems(["steps", "eps_lower", "guarantee"])
-        []
-        >>> label_problems(["steps", "h_star_eps_lower"])[0][:50]
-        'h_star_eps_lower has no guarantee label beside it '
+
+def exact_with_error(spec: Mapping, mechanism, delta: float, grid: float | None = None) -> dict:
+    """`exact_epsilon` with its error: `exact`, `exact_error`, `exact_error_kind`.
+
+    A row that names the PLD function behind its mechanism's `exact_epsilon` (`exact =
+    "module:function"`) gets the value `exact_epsilon` gives and its change from the PLD
+    grid twice as coarse (`PLD_REFINEMENT`); any other row's mechanism has a closed form
+    (`CLOSED_FORM`, error 0: the heuristic's Binomial-Gaussian mixture of one step, the
+    quadratic regularizer's exact law).
     """
-    present, problems = set(columns), []
-    composition = bool(present & {"composition", "eps_composition"})
-    for column in columns:
-        m = _ESTIMATE.match(column)
-        if m is None or column.endswith(_LABEL_SUFFIXES):
-            continue
-        names = _named_after(column, "guarantee")
-        found = [n for n in names if n in present]
-        if not found:
-            problems.append(
-                f"{column} has no guarantee label beside it (a column named one of "
-                f"{', '.join(names)})"
-            )
-        elif any(str(r.get(found[0], "")).startswith("assumes") for r in rows):
-            verdicts = _named_after(column, "assumption_rejected")
-            if not present & set(verdicts):
-                problems.append(
-                    f"{column} rests on an assumption ({found[0]}) but has no verdict of "
-                    f"its check beside it (a column named one of {', '.join(verdicts)})"
-                )
-        point = m["kind"] in ("eps_point", "eps_held_out") or "point" in m["post"]
-        if point and composition and f"{column}_above_composition" not in present:
-            problems.append(
-                f"{column} is a point estimate in a table with a composition column but "
-                f"has no {column}_above_composition flag beside it"
-            )
-    return problems
+    value = exact_epsilon(spec, mechanism, delta, grid)
+    if "exact" not in spec:
+        return {"exact": value, "exact_error": 0.0, "exact_error_kind": CLOSED_FORM}
+    function = _function(spec["exact"])
+    h = grid or inspect.signature(function).parameters["value_discretization_interval"].default
+    coarse = float(function(delta, **spec["params"], value_discretization_interval=2 * h))
+    return {"exact": value, "exact_error": abs(value - coarse), "exact_error_kind": PLD_REFINEMENT}
 
 
 def _fmt(value) -> str:
@@ -238,11 +244,20 @@ def _above(row: Mapping, column: str) -> bool:
     return str(row.get(f"{column}_above_composition")).lower() == "true"
 
 
+def _above_exact(row: Mapping, column: str) -> bool:
+    return str(row.get(f"{column}_above_exact")).lower() == "true"
+
+
 def print_table(name: str, rows: Sequence[Mapping], columns: Sequence[str]) -> None:
     """Prints `rows` as an aligned text table, floats to three decimals; an estimate whose
-    `<column>_above_composition` flag is true gets a `!` (as `advsim audit` prints it),
-    explained under the table."""
-    cells = [[_fmt(r.get(c)) + ("!" if _above(r, c) else "") for c in columns] for r in rows]
+    `<column>_above_composition` flag is true gets a `!` (as `advsim audit` prints it), a
+    lower bound whose `<column>_above_exact` flag is true a `*`, each explained under the
+    table."""
+    cells = [
+        [_fmt(r.get(c)) + ("!" if _above(r, c) else "") + ("*" if _above_exact(r, c) else "")
+         for c in columns]
+        for r in rows
+    ]  # fmt: skip
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     print(f"\n{name}")
     for row in ([*columns], *cells):
@@ -251,6 +266,11 @@ def print_table(name: str, rows: Sequence[Mapping], columns: Sequence[str]) -> N
         print(
             "! the estimate lies above the composition bound: outside the possible range "
             "(too few runs for the rates it reads)"
+        )
+    if any(_above_exact(r, c) for r in rows for c in columns):
+        print(
+            "* the lower bound lies above the exact epsilon: allowed at the audit's "
+            "confidence c (in up to 1 - c of seeds)"
         )
 
 
@@ -287,9 +307,11 @@ def run_figure(
     unlabelled = []
     for table_name, spec in fig.tables.items():
         source = rows[spec["source"]] if spec["source"] in rows else tables[spec["source"]]
-        columns = spec.get("columns") or list(source[0])
+        source = [dict(r) for r in source]
+        columns = add_labels(spec.get("columns") or list(source[0]), source)
         table = [{c: r.get(c) for c in columns} for r in source]
-        unlabelled += [f"{table_name}: {p}" for p in label_problems(columns, table)]
+        exact = not spec.get("exact_error_missing")
+        unlabelled += [f"{table_name}: {p}" for p in label_problems(columns, table, exact=exact)]
         write_csv(out / f"{table_name}.csv", table, columns)
         write_json(out / f"{table_name}.json",
                    {"columns": columns, "rows": table, "provenance": meta})

@@ -99,6 +99,12 @@ def _exact(specs, mechs, cells_per_sd: float, refinements: int):
     return results, seconds
 
 
+def _grid_kind(cells_per_sd: float) -> str:
+    """The label of one grid's epsilon beside the exact value (`exact_h`, ...)."""
+    return (f"diagnostic: eps on the grid of {cells_per_sd:g} nodes per noise sd (exact: the "
+            "finest grid's; exact_error: the change between the two finest)")
+
+
 def compute_exact_truth(fig, rows):
     """One row per construction of `params.rows` (mechanism and adversary by class path,
     as in sweeps; `delta`; a short `label` for the picture): the exact epsilon of the last
@@ -130,11 +136,13 @@ def compute_exact_truth(fig, rows):
         if isinstance(mech, ProjectedLinearCanary):  # its assumptions hold exactly
             shifted = float(mech.shifted_interpolation_bound(delta).epsilon)
         eps_h = list(res.epsilons) + [math.nan] * (3 - len(res.epsilons))
+        grids = [_grid_kind(c) for c in res.cells_per_sd] + [None] * (3 - len(res.epsilons))
         table.append(dict(
             construction=spec["construction"], label=spec.get("label", spec["construction"]),
             parameters=_parameters(mech, spec), delta=delta,
             exact=res.epsilon, exact_error=res.error, exact_error_kind=res.error_kind,
-            exact_h=eps_h[-3], exact_h2=eps_h[-2], exact_h4=eps_h[-1],
+            exact_h=eps_h[-3], exact_h_kind=grids[-3], exact_h2=eps_h[-2],
+            exact_h2_kind=grids[-2], exact_h4=eps_h[-1], exact_h4_kind=grids[-1],
             exact_order=res.observed_order, exact_nodes=res.nodes, exact_resolved=res.resolved,
             exact_lost_mass=max(res.lost_mass),
             eps_lower=result.eps_lower, eps_point=result.eps_point,
@@ -163,13 +171,27 @@ MARKERS = {
     "shifted_interpolation": dict(marker="<", color="tab:green", ms=7, mfc="tab:green",
                                   mew=1.0, label="shifted interpolation: upper bound "
                                   "(projected, convex; hidden state)"),
-    "heuristic": dict(marker="s", color="0.45", ms=8, mfc="white", mew=1.2,
+    "heuristic": dict(marker="s", color="0.45", ms=11, mfc="white", mew=1.2,
                       label="last-iterate heuristic: no guarantee (exact for linear losses)"),
     "exact": dict(marker="o", color="tab:red", ms=6.5, mfc="tab:red", mew=1.0,
                   label=r"exact $\varepsilon$ of the last model (grid; bar: error estimate)"),
     "eps_lower": dict(marker=">", color="tab:blue", ms=7, mfc="tab:blue", mew=1.0,
                       label=r"audit $\varepsilon_{\mathrm{lower}}$: lower bound"),
 }  # fmt: skip
+
+
+#: Points above (+) or below (-) its row at which each kind of number is drawn: equal or
+#: close numbers (an audit reaching the exact epsilon, a bound equal to another) stay
+#: apart; the exact epsilon sits on the row, inside the heuristic's square where the two
+#: agree (linear losses).
+_ROW_OFFSET_PT = {"composition": 7.0, "shifted_interpolation": 7.0, "eps_lower": -7.0}
+
+
+def _row_offset(ax, key):
+    from matplotlib.transforms import offset_copy
+
+    dy = _ROW_OFFSET_PT.get(key, 0.0)
+    return offset_copy(ax.transData, fig=ax.get_figure(), x=0.0, y=dy, units="points")
 
 
 def plot_exact_truth(fig, rows, tables):
@@ -200,9 +222,11 @@ def plot_exact_truth(fig, rows, tables):
             if not math.isfinite(v):
                 continue
             style = {k: w for k, w in MARKERS[key].items() if k != "label"}
-            ax.plot([max(v, left)], [y], linestyle="none", zorder=3, clip_on=False, **style)
+            ax.plot([max(v, left)], [y], linestyle="none", zorder=3, clip_on=False,
+                    transform=_row_offset(ax, key), **style)
             if v <= left:  # an audit that certifies nothing: eps_lower = 0
-                ax.annotate("0", (left, y), xytext=(7, 0), textcoords="offset points",
+                ax.annotate("0", (left, y), xytext=(7, _ROW_OFFSET_PT[key]),
+                            textcoords="offset points",
                             ha="left", va="center", fontsize=6.5, color="tab:blue")  # fmt: skip
         style = {k: w for k, w in MARKERS["exact"].items() if k != "label"}
         resolved = math.isfinite(err)  # inf: beyond the float64 grid's resolution
@@ -210,7 +234,7 @@ def plot_exact_truth(fig, rows, tables):
             style["mfc"], err = "white", 0.0
         ax.errorbar([exact], [y], xerr=[[err], [err]], linestyle="none", ecolor="tab:red",
                     capsize=2, zorder=4, **style)  # fmt: skip
-        ax.annotate(f"{exact:.3f}" if resolved else "unresolved", (exact, y), xytext=(0, 6.5),
+        ax.annotate(f"{exact:.3f}" if resolved else "unresolved", (exact, y), xytext=(0, 12),
                     textcoords="offset points", ha="center", va="bottom", fontsize=6.5,
                     color="tab:red")  # fmt: skip
     ax.set_xscale("log")

@@ -30,10 +30,11 @@ import numpy as np
 
 import advsim
 from advsim import CanarySchedule
-from advsim._plot_style import styled_pyplot
+from advsim._plot_style import guarantee_text, styled_pyplot
 from advsim.adversaries import BiasedCoordinate, RandomDirection, SimulatedBiasedDimension
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
+from advsim.figures import CLOSED_FORM
 from advsim.mechanisms import GradientCanary
 from advsim.plotting import BOUND_STYLES, save_figure
 
@@ -90,7 +91,8 @@ def _periodicity(p: dict, progress: bool) -> list[dict]:
                     part="a", adversary="A_GC-R", variant=variant, k=k, steps=steps,
                     insertions=n, dim=p["dim"], sampling_prob=q, noise_multiplier=sigma,
                     coordinate=int(adversary.coordinate), **_audits(scores, delta),
-                    exact_last_model=exact, heuristic=heuristic,
+                    exact_last_model=exact, exact_last_model_error=0.0,
+                    exact_last_model_error_kind=CLOSED_FORM, heuristic=heuristic,
                     composition=composition_epsilon(delta, steps, q, sigma, canary_steps=n),
                     trials=trials, wall_time_s=time.perf_counter() - start,
                 )
@@ -114,6 +116,7 @@ def _logistic(p: dict, quick: bool, progress: bool) -> tuple[list[dict], list[di
         sampling_prob=p["sampling_prob"], trials=trials,
         # Without data the biased coordinate would be exactly this (k = 1: composition).
         exact_last_model=gdp_epsilon(delta, n / (math.sqrt(steps) * sigma)),
+        exact_last_model_error=0.0, exact_last_model_error_kind=CLOSED_FORM,
         composition=composition_epsilon(delta, steps, 1.0, sigma, canary_steps=n),
     )  # fmt: skip
     key, rows, picks = jax.random.key(seed + 7), [], []
@@ -167,9 +170,10 @@ def compute_gradient_canary(fig, rows):
 def _panel_periodicity(ax, rows):
     ins = sorted((r for r in rows if r["variant"] == "inserted"), key=lambda r: r["k"])
     ks = [r["k"] for r in ins]
-    ax.plot(ks, [r["composition"] for r in ins], marker=".", **BOUND_STYLES["composition"])
-    ax.plot(ks, [r["exact_last_model"] for r in ins], color="0.55", linestyle=":", marker=".",
-            label="exact last model (= heuristic, q = 1)")  # fmt: skip
+    ax.plot(ks, [r["composition"] for r in ins], **BOUND_STYLES["composition"])
+    # Rings: at k = 1 the exact epsilon is composition's, on its line.
+    ax.plot(ks, [r["exact_last_model"] for r in ins], color="0.55", linestyle=":", marker="o",
+            mfc="none", ms=6, label="exact last model (= heuristic, q = 1)")  # fmt: skip
     poi = sorted((r for r in rows if r["variant"] == "poisson"), key=lambda r: r["k"])
     if poi:
         q = poi[0]["sampling_prob"]
@@ -182,7 +186,8 @@ def _panel_periodicity(ax, rows):
             continue
         _gdp_markers(ax, [r["k"] for r in group], group, f"audit{suffix}", color, "v")
         ax.plot([r["k"] for r in group], [r["eps_delta_lower"] for r in group], "^", ms=6,
-                mfc="white", mec=color, label=f"audit{suffix}, (eps, delta) bound")  # fmt: skip
+                mfc="white", mec=color, label=f"audit{suffix}, (eps, delta) bound "
+                f"({guarantee_text(group, 'eps_delta_lower_guarantee')})")  # fmt: skip
     ax.set_xscale("log")
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.minorticks_off()
@@ -223,11 +228,12 @@ def _panel_logistic(bx, rows):
     for r in rows:
         if r["adversary"] == "A_GC-S":
             bx.plot(position[r["coordinate"]], r["eps_gdp"], next(markers), mfc="none", mec="0.0",
-                    ms=7, label=f"A_GC-S {r['variant'][4:]} (coord {r['coordinate']})")  # fmt: skip
+                    ms=7, label=f"A_GC-S {r['variant'][4:]} (coord {r['coordinate']}; GDP, "
+                    f"{r['eps_gdp_guarantee']})")  # fmt: skip
     directions = [r for r in rows if r["adversary"] == "random direction"]
     for r, style in zip(directions, (":", "-."), strict=False):
         bx.axhline(r["eps_gdp"], color="0.3", linestyle=style, linewidth=0.8,
-                   label=f"random direction, {r['variant']}")  # fmt: skip
+                   label=f"random direction, {r['variant']} (GDP, {r['eps_gdp_guarantee']})")
     bx.set_xlabel("coordinate / feature scale (sorted)")
     bx.set_ylabel(r"GDP audit $\varepsilon$ at $\delta = 10^{-5}$")
     bx.set_ylim(0, 1.1 * coords[0]["composition"])

@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 import advsim
+from advsim._plot_style import tex_number
 from advsim.adversaries import LikelihoodSumDecoder
 from advsim.audits import TradeoffAudit, observed_tradeoff
 from advsim.bounds import (
@@ -62,6 +63,9 @@ def _setting(sigma, q, steps, trials, seed, delta) -> dict:
 #: What the estimates of `TradeoffAudit` rest on (their labels in the tables).
 _POINT_LABEL = "estimate, optimistic (every threshold)"
 _HELD_OUT_LABEL = "estimate (threshold held out)"
+#: What the column `eps` of Figure 2 is (its x-axis).
+EPS_KIND = ("target: composition's epsilon at (delta, q, T), the noise multiplier calibrated "
+            "to it (an upper bound if every iterate is released)")
 
 
 def _labels(result, composition: float) -> dict:
@@ -108,7 +112,8 @@ def plot_figure1(fig, rows, tables):
     for log, stem in ((False, "its_our_loss_figure1"), (True, "its_our_loss_figure1_log")):
         panels = [
             dict(
-                title=(rf"$\sigma = {r['sigma']:g}$, $q = {r['q']:g}$, $T = {r['steps']}$" "\n"
+                title=(rf"$\sigma = {r['sigma']:g}$, $q = {r['q']:g}$, $T = {r['steps']}$, "
+                       rf"$\delta = {tex_number(fig.params['delta'])}$" "\n"
                        rf"composition $\varepsilon = {r['eps_composition']:.2f}$, "
                        f"heuristic {r['eps_heuristic']:.2f}"),
                 curves=[
@@ -152,7 +157,8 @@ def _cell(q, steps, eps, rep, sigma, fig) -> dict:
     result = TradeoffAudit(seed=rep)(scores, delta=delta, accounting=mech.accounting())
     x = result.extras
     row = dict(
-        sampling_prob=q, steps=steps, eps=eps, rep=rep, seed=seed, trials=trials,
+        sampling_prob=q, steps=steps, eps=eps, eps_kind=EPS_KIND, rep=rep, seed=seed,
+        trials=trials,
         noise_multiplier=sigma, scale=float(mech.scale), eps_point=x["eps_algorithm2"],
         eps_point_boundary=x["eps_algorithm2_boundary"],
         eps_held_out=float("nan") if result.eps_point is None else result.eps_point,
@@ -173,6 +179,7 @@ def _summary(rs) -> dict:
     sd = (lambda a: float(a.std(ddof=1))) if len(rs) > 1 else (lambda a: 0.0)
     return dict(
         sampling_prob=rs[0]["sampling_prob"], steps=rs[0]["steps"], eps=rs[0]["eps"],
+        eps_kind=EPS_KIND,
         noise_multiplier=rs[0]["noise_multiplier"], reps=len(rs), trials=rs[0]["trials"],
         eps_point_mean=float(pts.mean()), eps_point_sd=sd(pts),
         eps_point_boundary_mean=float(np.mean([r["eps_point_boundary"] for r in rs])),
@@ -219,7 +226,8 @@ def plot_figure2(fig, rows, tables):
     """eps_emp against eps, one panel per (q, T) (`advsim.plotting.plot_eps_emp_vs_eps`)."""
     table = tables["its_our_loss_figure2"]
     panels = [
-        dict(title=f"$q = {s['q']:g}$, $T = {s['steps']}$ ({s['reps']} reps of "
+        dict(title=f"$q = {s['q']:g}$, $T = {s['steps']}$, "
+             rf"$\delta = {tex_number(fig.params['delta'])}$ ({s['reps']} reps of "
              f"{fig.params['trials']:,} runs/world)",
              rows=[r for r in table if (r["sampling_prob"], r["steps"]) == (s["q"], s["steps"])])
         for s in fig.params["settings"]

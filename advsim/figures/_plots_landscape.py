@@ -20,11 +20,13 @@ import jax
 import numpy as np
 import scipy.stats
 
-from advsim._plot_style import styled_pyplot
+from advsim._plot_style import dodged, fit_data_limits, styled_pyplot, tex_number
 from advsim.adversaries import ThresholdSearch
 from advsim.bounds import gdp_epsilon, two_step_epsilon, two_step_gdp_curve
+from advsim.exact import ERROR_KIND
 from advsim.experiment import run_threshold_search
-from advsim.mechanisms import ThresholdLandscape, landscape_epsilon_curve
+from advsim.figures import TRAPEZOID_REFINEMENT, trapezoid_exact
+from advsim.mechanisms import ThresholdLandscape, landscape_law
 from advsim.plotting import plot_ratio_heatmap, save_figure
 
 __all__ = [
@@ -33,24 +35,31 @@ __all__ = [
 ]
 
 
-def _exact(fig, rows_list) -> dict:
-    """`{(sigma, B): exact eps(delta) of theta_T, T = 1..last}` over the rows' (sigma, B)."""
+def _laws(fig, rows_list) -> dict:
+    """`{(sigma, B): landscape_law}` of theta_T, T = 1..last (every step), over the rows'
+    (sigma, B): `.epsilon_per_step` and its `.error_per_step`."""
     last = max(max(int(r["steps"]) for r in rows_list), int(fig.params.get("exact_steps", 1)))
     keys = sorted({(float(r["noise_multiplier"]), int(r["batch_size"])) for r in rows_list})
     delta = fig.params["delta"]
-    return {(s, b): landscape_epsilon_curve(delta, last, s, b) for s, b in keys}
+    return {(s, b): landscape_law(delta, last, s, b, every_step=True) for s, b in keys}
+
+
+def _curves(laws: dict) -> dict:
+    """`{(sigma, B): exact eps(delta) of theta_T, T = 1..last}`."""
+    return {k: np.asarray(law.epsilon_per_step, np.float64) for k, law in laws.items()}
 
 
 def compute_landscape_exact(fig, rows) -> dict:
     """Figure 14: the exact curves for every (sigma, B) of the sweep."""
-    return {"_exact": _exact(fig, rows["sweep"])}
+    return {"_exact": _curves(_laws(fig, rows["sweep"]))}
 
 
 def compute_figure4(fig, rows) -> dict:
     """Figure 4: the exact curves and panel (b)'s table, per (sigma, B): eps_hat at T = 1
     and 25 and their ratio for each replicate (the spread: min, mean, max), exact eps of
     theta_1 and theta_25 and their ratio."""
-    exact = _exact(fig, rows["sweep_a"] + rows["sweep_b"])
+    laws = _laws(fig, rows["sweep_a"] + rows["sweep_b"])
+    exact = _curves(laws)
     cells: dict = {}
     for r in rows["sweep_b"]:
         key = (float(r["noise_multiplier"]), int(r["batch_size"]))
@@ -63,7 +72,7 @@ def compute_figure4(fig, rows) -> dict:
             ratios.append(e25 / e1 if e1 > 0 else float("nan"))
         one, last = reps[min(reps)][1], reps[min(reps)][25]
         p1, p25 = one["eps_point"], last["eps_point"]
-        curve = exact[(sigma, b)]
+        curve, error = exact[(sigma, b)], laws[(sigma, b)].error_per_step
         table.append({
             "noise_multiplier": sigma, "batch_size": b,
             "eps_lower_t1": one["eps_lower"], "eps_lower_t25": last["eps_lower"],
@@ -78,7 +87,9 @@ def compute_figure4(fig, rows) -> dict:
             "ratio_mean": statistics.fmean(ratios), "ratio_min": min(ratios),
             "ratio_max": max(ratios), "replicates": len(ratios),
             "composition": one["composition"], "trials": one["trials"],
-            "exact_t1": float(curve[0]), "exact_t25": float(curve[24]),
+            "exact_t1": float(curve[0]), "exact_t1_error": float(error[0]),
+            "exact_t1_error_kind": ERROR_KIND, "exact_t25": float(curve[24]),
+            "exact_t25_error": float(error[24]), "exact_t25_error_kind": ERROR_KIND,
             "exact_ratio": float(curve[24] / curve[0]),
         })
     return {"_exact": exact, "figure4_heatmap": table}
@@ -94,11 +105,13 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
     ax.axhline(comp, color="0.0", linestyle="--", linewidth=1.2, label="accounting")
     for i, b in enumerate(batches):
         rb = sorted((r for r in sel if int(r["batch_size"]) == b), key=lambda r: r["steps"])
+        # Each B's markers a little to the side: where two B audit alike they stay apart.
+        shift = dodged(ax, i, len(batches), 4.0)
         ax.plot([r["steps"] for r in rb], [r["eps_lower"] for r in rb], marker=".", ms=3,
-                color=colors(i), label=f"B = {b}")
+                color=colors(i), label=f"B = {b}", transform=shift)
         rejected = [r for r in rb if str(r.get("assumption_rejected")).lower() == "true"]
-        ax.plot([r["steps"] for r in rejected], [r["eps_lower"] for r in rejected], "x", ms=4,
-                mew=0.8, color="tab:red", linestyle="none",
+        ax.plot([r["steps"] for r in rejected], [r["eps_lower"] for r in rejected], "x", ms=6,
+                mew=0.8, color="tab:red", linestyle="none", transform=shift,
                 label="Gaussian assumption rejected" if i == 0 else None)
         curve = exact[(float(sigma), b)]
         ax.plot(range(1, len(curve) + 1), curve, linestyle=":", linewidth=1.0, color=colors(i),
@@ -107,6 +120,7 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
     exponent = round(math.log10(delta))
     ax.set_ylabel(rf"$\varepsilon$ at $\delta = 10^{{{exponent}}}$" "\n"
                   "(lines: GDP audit, assumes Gaussian)")
+    fit_data_limits(ax)
     ax.set_ylim(0, 1.08 * comp)
     ax.grid(True, color="0.9", linewidth=0.6)
     ax.set_title(rf"$\sigma = {sigma:g}$", fontsize=8)
@@ -155,12 +169,21 @@ def plot_figure4(fig, rows, tables):
     )
 
 
+def _gdp_eps(thresholds, sigma, b, delta, points):
+    """The exact GDP value on theta_2 at each threshold (`two_step_gdp_curve`, rates down
+    to 1e-9)."""
+    return two_step_gdp_curve(thresholds, sigma, b, delta=delta, min_rate=1e-9,
+                              points=points)["eps"]  # fmt: skip
+
+
 def compute_threshold_search(fig, rows):
     """Algorithm 5 (Appendix F) at T = 2, per (sigma, B): `ThresholdSearch` over the Type I
     error grid `params.alphas` plus h* = C/2 itself, GDP-audited on the same runs' keys,
     beside the exact GDP value (`two_step_gdp_curve`) and exact eps(delta) of theta_2
-    (`two_step_epsilon`) at each threshold. Tables: threshold_search (one row per
-    (sigma, B, h)) and threshold_search_summary (one row per (sigma, B))."""
+    (`two_step_epsilon`) at each threshold, each on 20,001 points with its change from
+    10,001 as its error (`trapezoid_exact`; a maximum over thresholds has the largest
+    error among them). Tables: threshold_search (one row per (sigma, B, h)) and
+    threshold_search_summary (one row per (sigma, B))."""
     p = fig.params
     delta, trials = p["delta"], p["trials"]
     table, summary = [], []
@@ -172,15 +195,20 @@ def compute_threshold_search(fig, rows):
                                        trials, jax.random.key(p["seed"]), delta=delta,
                                        method="gdp")  # the paper's audit, labelled
             hs = res.threshold
-            exact_gdp = two_step_gdp_curve(hs, sigma, b, delta=delta, min_rate=1e-9)["eps"]
-            exact = [two_step_epsilon(delta, sigma, b, threshold=h, points=20_001) for h in hs]
+            exact_gdp, gdp_error = trapezoid_exact(_gdp_eps, hs, sigma, b, delta, points=20_001)
+            pairs = [trapezoid_exact(two_step_epsilon, delta, sigma, b, threshold=h,
+                                     points=20_001) for h in hs]  # fmt: skip
+            exact, error = (np.array([float(pair[j]) for pair in pairs]) for j in (0, 1))
             i_star = grid.index(alpha_star)
+            kind = TRAPEZOID_REFINEMENT
             table += [{"noise_multiplier": sigma, "batch_size": b, **row, "is_h_star": i == i_star,
-                       "exact_gdp": float(exact_gdp[i]), "exact_eps": float(exact[i])}
-                      for i, row in enumerate(res.rows())]
+                       "exact_gdp": float(exact_gdp[i]), "exact_gdp_error": float(gdp_error[i]),
+                       "exact_gdp_error_kind": kind, "exact_eps": float(exact[i]),
+                       "exact_error": float(error[i]), "exact_error_kind": kind}
+                      for i, row in enumerate(res.rows())]  # fmt: skip
             summary.append({
                 "noise_multiplier": sigma, "batch_size": b,
-                "accounting": gdp_epsilon(delta, 1.0 / sigma),
+                "composition": gdp_epsilon(delta, 1.0 / sigma),
                 "h_star_eps_lower": float(res.eps_lower[i_star]),
                 "h_star_guarantee": res.results[i_star].guarantee.label,
                 "h_star_assumption_rejected": res.results[i_star].assumption_rejected,
@@ -189,9 +217,15 @@ def compute_threshold_search(fig, rows):
                 "search_assumption_rejected": res.results[res.best].assumption_rejected,
                 "search_best_threshold": res.best_threshold,
                 "exact_gdp_h_star": float(exact_gdp[i_star]),
+                "exact_gdp_h_star_error": float(gdp_error[i_star]),
+                "exact_gdp_h_star_error_kind": kind,
                 "exact_gdp_max": float(np.max(exact_gdp)),
+                "exact_gdp_max_error": float(np.max(gdp_error)), "exact_gdp_max_error_kind": kind,
                 "exact_gdp_argmax": float(hs[int(np.argmax(exact_gdp))]),
-                "exact_eps_h_star": float(exact[i_star]), "exact_eps_max": float(np.max(exact)),
+                "exact_eps_h_star": float(exact[i_star]),
+                "exact_eps_h_star_error": float(error[i_star]),
+                "exact_eps_h_star_error_kind": kind, "exact_eps_max": float(np.max(exact)),
+                "exact_eps_max_error": float(np.max(error)), "exact_eps_max_error_kind": kind,
                 "thresholds": len(hs), "trials": trials,
             })
     return {"threshold_search": table, "threshold_search_summary": summary}
@@ -211,24 +245,34 @@ def plot_threshold_search(fig, rows, tables):
         sel = sorted((r for r in table if (r["noise_multiplier"], r["batch_size"]) == (sigma, b)),
                      key=lambda r: r["threshold"])
         h = [r["threshold"] for r in sel]
-        ax.axhline(s["accounting"], color="0.0", linestyle="--", lw=1, label="accounting")
-        ax.plot(h, [r["exact_gdp"] for r in sel], color="C0", lw=1, label="exact, GDP value")
-        ax.plot(h, [r["exact_eps"] for r in sel], color="C2", lw=1, label="exact eps(delta)")
+        # Widths and layers so that lines that coincide (B large: all three) all show: a
+        # wide blue band, a green core, black dashes on top.
+        ax.axhline(s["composition"], color="0.0", linestyle="--", lw=1, zorder=3,
+                   label="accounting")
+        ax.plot(h, [r["exact_gdp"] for r in sel], color="C0", lw=3, alpha=0.6, zorder=1,
+                label="exact, GDP value")
+        ax.plot(h, [r["exact_eps"] for r in sel], color="C2", lw=1.2, zorder=2,
+                label="exact eps(delta)")
         ax.plot(h, [r["eps_lower"] for r in sel], "v", color="0.0", ms=3,
                 label="GDP audit (assumes Gaussian)", clip_on=False)
         rejected = [r for r in sel if r["assumption_rejected"]]
         ax.plot([r["threshold"] for r in rejected], [r["eps_lower"] for r in rejected], "x",
-                color="tab:red", ms=4, label="Gaussian assumption rejected")
+                color="tab:red", ms=6, label="Gaussian assumption rejected")
         ax.axvline(0.5, color="C3", lw=0.8, linestyle=":", label="$h^* = C/2$")
         ax.set_title(rf"$\sigma = {sigma:g}$, $B = {b}$", fontsize=8)
         ax.set_xlabel("threshold $h$")
-        ax.set_ylim(bottom=0)
+        # Headroom: where B is large the exact GDP value equals the accounting's epsilon,
+        # and both lines would lie on the axes' top edge.
+        top = max([s["composition"]]
+                  + [r[k] for r in sel for k in ("exact_gdp", "exact_eps", "eps_lower")])
+        ax.set_ylim(0, 1.08 * top)
         ax.grid(True, color="0.9", lw=0.5)
+    delta = tex_number(fig.params["delta"])
     for row in axes:
-        row[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$, $T = 2$")
+        row[0].set_ylabel(rf"$\varepsilon$ at $\delta = {delta}$, $T = 2$")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False,
                   fontsize=7)
-    figure.suptitle(f"Algorithm 5 threshold search at T = 2 (GDP audit, "
+    figure.suptitle(rf"Algorithm 5 threshold search at $T = 2$, $\delta = {delta}$ (GDP audit, "
                     f"{summary[0]['trials']:,} runs/world)", fontsize=8)
     return save_figure(figure, fig.out / "threshold_search")

@@ -21,7 +21,7 @@ import time
 import numpy as np
 from scipy.optimize import brentq
 
-from advsim._plot_style import styled_pyplot
+from advsim._plot_style import dodged, fit_data_limits, guarantee_text, styled_pyplot
 from advsim.bounds import (
     composition_epsilon,
     heuristic_epsilon,
@@ -29,7 +29,7 @@ from advsim.bounds import (
     quadratic_law,
 )
 from advsim.experiment import run_audit
-from advsim.figures import exact_epsilon
+from advsim.figures import exact_with_error, pld_exact
 from advsim.mechanisms import history_epsilon, quadratic_exact_epsilon, repeaters_epsilon
 from advsim.plotting import (
     BOUND_STYLES,
@@ -62,7 +62,8 @@ def _setting(fig):
 
 
 def compute_history_vs_v(fig, rows):
-    """The derived column `exact` (history_epsilon at each v), the reference bounds
+    """The derived column `exact` (history_epsilon at each v, with its error: `pld_exact`),
+    the reference bounds
     (table history_vs_v_refs) and the exact curve on a fine grid of v (`_curve`)."""
     delta, steps, q, sigma = _setting(fig)
     grid = 1e-3  # PLD value discretization of the exact epsilon
@@ -71,7 +72,7 @@ def compute_history_vs_v(fig, rows):
         return history_epsilon(delta, steps, q, sigma, float(v), value_discretization_interval=grid)
 
     for r in rows["sweep"]:
-        r["exact"] = exact(r["v"])
+        r.update(pld_exact(history_epsilon, delta, steps, q, sigma, float(r["v"]), interval=grid))
     refs = dict(
         composition=composition_epsilon(delta, steps, q, sigma),
         heuristic=heuristic_epsilon(delta, steps, q, sigma),
@@ -99,10 +100,14 @@ def plot_history_vs_v(fig, rows, tables):
     sweep = sorted(rows["sweep"], key=lambda r: float(r["v"]))
     vs = [float(r["v"]) for r in sweep]
     points = [float("nan") if r["eps_point"] is None else r["eps_point"] for r in sweep]
+    # Side by side at each v: the two are close where the audit is tight.
     ax.plot(vs, points, linestyle="none", marker="o", mfc="white", mec="0.0", ms=4.5,
-            label="empirical (point estimate)", clip_on=False)
+            label="empirical (point estimate, not a bound)", clip_on=False,
+            transform=dodged(ax, 0, 2))
     ax.plot(vs, [r["eps_lower"] for r in sweep], linestyle="none", marker="v", color="0.0",
-            ms=5, label="empirical (lower bound)", clip_on=False)
+            ms=5, label=f"empirical (lower bound; {guarantee_text(sweep)})", clip_on=False,
+            transform=dodged(ax, 1, 2))
+    fit_data_limits(ax)
     ax.set_xscale("log")
     ax.set_xlabel("scale $v$ of the history-encoding regularizer")
     ax.set_ylabel(rf"$\varepsilon$ at $\delta = 10^{{{round(math.log10(delta))}}}$")
@@ -115,15 +120,16 @@ def plot_history_vs_v(fig, rows, tables):
 
 
 def compute_figure6(fig, rows):
-    """Derived columns of each (encoding, T): `exact` (repeaters_epsilon) and
+    """Derived columns of each (encoding, T): `exact` (repeaters_epsilon, with its error:
+    `pld_exact`) and
     `heuristic_max` (the heuristic maximised over t <= T)."""
     mech = fig.sweeps["sweep"]["mechanism"]
     delta, q, sigma = fig.sweeps["sweep"]["sweep"]["delta"], mech["sampling_prob"], mech[
         "noise_multiplier"]
     for r in rows["sweep"]:
         t = int(r["steps"])
-        r["exact"] = repeaters_epsilon(delta, t, q, sigma, encoding=r["encoding"],
-                                       value_discretization_interval=1e-3)
+        r.update(pld_exact(repeaters_epsilon, delta, t, q, sigma, encoding=r["encoding"],
+                           interval=1e-3))
         r["heuristic_max"] = heuristic_epsilon_max_over_steps(delta, t, q, sigma)
     return {}
 
@@ -143,17 +149,23 @@ def plot_figure6(fig, rows, tables):
     if any(r["heuristic_max"] > r["heuristic"] + 1e-9 for r in thr):
         ax.plot(ts, [r["heuristic_max"] for r in thr], color="0.35", linestyle="-.",
                 label=r"heuristic, $\max_{t \leq T}$")
-    ax.plot(ts, [r["exact"] for r in thr], color="0.55", linestyle=":", marker=".",
+    ax.plot(ts, [r["exact"] for r in thr], color="0.55", linestyle=":", marker="o", ms=3,
             label="exact, thresholded (paper)")
-    ax.plot([r["steps"] for r in amp], [r["exact"] for r in amp], color="0.75", linestyle="-",
-            linewidth=3, zorder=0, label="exact, amplified")
+    # Rings: the amplified encoding's exact epsilon can equal composition, whose line
+    # would hide a line of its own.
+    ax.plot([r["steps"] for r in amp], [r["exact"] for r in amp], color="0.6", linestyle="-",
+            linewidth=2.5, marker="o", ms=8, mfc="none", mew=1.4, zorder=1.5,
+            label="exact, amplified")
     # Markers unclipped: an audit that certifies nothing sits at eps = 0, the axes' edge,
-    # which would cut its marker in half.
+    # which would cut its marker in half; the two encodings' side by side at each T.
     ax.plot(ts, [r["eps_lower"] for r in thr], linestyle="none", marker="v", color="0.0",
-            ms=5, label="empirical, thresholded (paper)", clip_on=False)
+            ms=5, label=f"empirical lower bound, thresholded (paper; {guarantee_text(thr)})",
+            clip_on=False, transform=dodged(ax, 0, 2))
     ax.plot([r["steps"] for r in amp], [r["eps_lower"] for r in amp], linestyle="none",
-            marker="^", mfc="white", mec="0.0", ms=5, label="empirical, amplified",
-            clip_on=False)
+            marker="^", mfc="white", mec="0.0", ms=5,
+            label=f"empirical lower bound, amplified ({guarantee_text(amp)})", clip_on=False,
+            transform=dodged(ax, 1, 2))
+    fit_data_limits(ax)
     ax.set_xscale("log")
     ax.set_xticks(ts, [str(t) for t in ts])
     ax.minorticks_off()
@@ -166,6 +178,11 @@ def plot_figure6(fig, rows, tables):
                  fontsize=8)
     figure.legend(frameon=False, fontsize=7, loc="outside lower center", ncols=2)
     return save_figure(figure, fig.out / "figure6")
+
+
+#: What the column `eps_1` of Figure 5 is.
+EPS_1_KIND = ("target: one step's epsilon (the heuristic at T = 1), the noise multiplier "
+              "calibrated to it")
 
 
 def one_step_sigma(eps_1: float, q: float, delta: float) -> float:
@@ -198,7 +215,8 @@ def compute_figure5(fig, rows):
                 quad = quadratic_exact_epsilon(delta, t, q, sigma, alpha, rounding=rounding)
                 heur = heuristic_epsilon_max_over_steps(delta, t, q, sigma)
                 table.append(dict(
-                    eps_1=eps_1, steps=t, sampling_prob=q, noise_multiplier=sigma, alpha=alpha,
+                    eps_1=eps_1, eps_1_kind=EPS_1_KIND, steps=t, sampling_prob=q,
+                    noise_multiplier=sigma, alpha=alpha,
                     delta=delta, quadratic=quad, heuristic_max=heur, ratio=quad / heur,
                     rounded=quadratic_law(t, q, sigma, alpha, rounding=rounding)[3],
                     wall_time_s=time.perf_counter() - start,
@@ -230,7 +248,8 @@ def plot_figure5(fig, rows, tables):
 def compute_counterexamples(fig, rows):
     """One assumption-free audit per construction of `params.rows` (mechanism and
     adversary by class path, as in sweeps) beside the heuristic, its maximum over t <= T,
-    composition and the exact epsilon of the last model (`exact_epsilon`).
+    composition and the exact epsilon of the last model with its error and the error's
+    kind (`exact_with_error`).
 
     With `params.exact_discretization` (the quick mode), a row that names its exact law's
     function (`exact = "module:function"`, called as `function(delta, **row.params,
@@ -245,7 +264,7 @@ def compute_counterexamples(fig, rows):
         delta, acc = spec["delta"], mech.accounting()
         start = time.perf_counter()
         rec = run_audit(mech, adversary, trials=trials, method="eps_delta", delta=delta)
-        exact = exact_epsilon(spec, mech, delta, grid)
+        exact = exact_with_error(spec, mech, delta, grid)
         table.append(dict(
             construction=spec["construction"],
             parameters=f"T={acc.steps}, q={acc.sampling_prob:g}, sigma={acc.noise_multiplier:g}",
@@ -254,7 +273,7 @@ def compute_counterexamples(fig, rows):
             heuristic=rec.heuristic,
             heuristic_max=heuristic_epsilon_max_over_steps(
                 delta, acc.steps, acc.sampling_prob, acc.noise_multiplier),
-            composition=rec.composition, exact=exact, trials=trials,
+            composition=rec.composition, **exact, trials=trials,
             wall_time_s=time.perf_counter() - start,
         ))
     return {"counterexamples": table}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from advsim._plot_style import as_number, styled_pyplot, tex_number
+from advsim._plot_style import as_number, dodged, fit_data_limits, styled_pyplot, tex_number
 from advsim.mechanisms import PiecewiseConstruction
 from advsim.plotting import save_figure
 from advsim.search import plot_fields
@@ -77,7 +77,7 @@ def _title(table, delta: float) -> str:
         parts.append("Poisson cells: T and q under them")
     return (
         f"Machine-found against hand-made constructions, $\\delta = {tex_number(delta)}$\n"
-        + "; ".join(parts)
+        + "\n".join(parts)
     )
 
 
@@ -129,20 +129,26 @@ def plot_table(table, path_stem: str | Path, *, delta: float) -> list[Path]:
               for key, label, style in marks]  # fmt: skip
     for (label, values), style in zip(_audits(table), itertools.cycle(_AUDIT_STYLES)):
         series.append(("eps_lower", label, style, np.array(values)))
-    for key, label, style, values in series:
-        top.plot(x, values, label=label, **style)
+    # Each series a little to the side within its cell's column: the search, the random
+    # arm and composition often coincide, and their markers would merge.
+    step, many = 5.0, len(series)
+    for k, (key, label, style, values) in enumerate(series):
+        top.plot(x, values, label=label, transform=dodged(top, k, many, step), **style)
         if key == "composition":
             continue
-        bottom.plot(x, values / composition, **style)
+        bottom.plot(x, values / composition, transform=dodged(bottom, k, many, step), **style)
+    fit_data_limits(top)
+    beside = (many - 1) / 2 * step + 6.0  # the printed values: right of the column's markers
     bottom.axhline(1.0, color="0.35", lw=0.8, ls="--", zorder=1)
     search = np.array([as_number(r["search_exact_epsilon"]) for r in table])
     for i, (eps, comp) in enumerate(zip(search, composition, strict=True)):
         if not math.isfinite(eps):
             continue
-        top.annotate(f"{eps:.2f}", (i, eps), **_VALUE_TEXT)
+        top.annotate(f"{eps:.2f}", (i, eps), **{**_VALUE_TEXT, "xytext": (beside, 0)})
         ratio = eps / comp
-        below = {"xytext": (9, -7)} if ratio > 0.97 else {}  # off the line at 1
-        bottom.annotate(_ratio_text(ratio), (i, ratio), **{**_VALUE_TEXT, **below})
+        below = -7 if ratio > 0.97 else 0  # off the line at 1
+        bottom.annotate(_ratio_text(ratio), (i, ratio),
+                        **{**_VALUE_TEXT, "xytext": (beside, below)})
     certified = [i for i, r in enumerate(table) if _certified(r)]
     if certified:
         runs = {_runs(r) for r in table if _certified(r)}
@@ -158,7 +164,9 @@ def plot_table(table, path_stem: str | Path, *, delta: float) -> list[Path]:
         top.yaxis.set_minor_formatter(plain)  # less than a decade: label the minor ticks
     top.set_ylabel(rf"$\varepsilon$ of the last model at $\delta = {tex_number(delta)}$",
                    fontsize=8)  # fmt: skip
-    bottom.set_ylim(0.0, _STAR_Y + 0.08)
+    ratios = np.concatenate([v / composition for key, *_, v in series if key != "composition"])
+    ratios = ratios[np.isfinite(ratios)]  # any above the stars' row stays in view
+    bottom.set_ylim(0.0, max([_STAR_Y + 0.08] + [1.05 * r for r in ratios]))
     bottom.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
     bottom.set_ylabel(r"$\varepsilon$ / composition's $\varepsilon$", fontsize=8)
     bottom.set_xticks(x)

@@ -30,7 +30,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from advsim._plot_style import styled_pyplot
+from advsim._plot_style import fit_title, styled_pyplot
 from advsim.bounds import (
     full_batch_epsilon,
     heuristic_epsilon_curve,
@@ -151,7 +151,8 @@ def compute_shifted_interpolation(fig, rows):
                  lr_fraction=fraction, lipschitz=lip, smoothness=const["smoothness"],
                  num_examples=const["num_examples"], noise_multiplier=sigma,
                  walk_steps=last.walk_steps, plateau_steps=last.plateau_steps,
-                 mu_plateau=last.mu_plateau, eps_plateau=plateau.epsilon,
+                 mu_plateau=last.mu_plateau,
+                 eps_shifted_interpolation_plateau=plateau.epsilon,
                  eps_composition_max=float(composition[-1]),
                  eps_shifted_interpolation_max=last.epsilon,
                  test_accuracy_private=acc["private"],
@@ -189,16 +190,17 @@ def plot_shifted_interpolation(fig, rows, tables):
         ax.plot([r["steps"] for r in rs], [r["eps_shifted_interpolation"] for r in rs],
                 color=color, lw=1.6, label=label)  # fmt: skip
         if s["plateau_steps"] <= ts[-1]:
-            ax.plot([s["plateau_steps"]], [s["eps_plateau"]], "o", color=color, ms=4)
+            ax.plot([s["plateau_steps"]], [s["eps_shifted_interpolation_plateau"]], "o",
+                    color=color, ms=4)
     ax.set_xscale("log")
     ax.set_xlabel(r"steps $T$ (only the last model released)")
     ax.set_ylabel(rf"$\varepsilon$ at $\delta = {_sci(fig.params['delta'])}$")
-    ax.set_title(f"projected logistic regression, breast_cancer, full batch, "
-                 f"$\\sigma$ = {fig.params['noise_multiplier']:g}, C = L = "
-                 f"{summary[0]['lipschitz']:.1f}; dots: plateau $t^*$\n"
-                 # Where the bound's formula comes from travels with the picture (and rows).
-                 "shifted interpolation: the closed form of the authors' code "
-                 "(arXiv:2403.00278); the theorem's text was not checked here",
-                 fontsize=7)  # fmt: skip
+    fit_title(ax, f"projected logistic regression, breast_cancer, full batch, "
+              f"$\\sigma$ = {fig.params['noise_multiplier']:g}, C = L = "
+              f"{summary[0]['lipschitz']:.1f}; dots: plateau $t^*$\n"
+              # Where the bound's formula comes from travels with the picture (and rows).
+              "shifted interpolation: the closed form of the authors' code "
+              "(arXiv:2403.00278);\nthe theorem's text was not checked here",
+              fontsize=7)  # fmt: skip
     ax.legend(frameon=False, fontsize=6)
     return save_figure(figure, fig.out / "shifted_interpolation")

@@ -213,6 +213,7 @@ def compute_tightness_atlas(fig, rows):
                         radius=float(getattr(mech, "radius", math.inf)),
                         data_examples=int(blk.get("data_examples", 0)), delta=delta,
                         exact_epsilon=float(ex.epsilon), exact_error=float(ex.error),
+                        exact_error_kind=ex.error_kind,
                         exact_resolved=bool(ex.resolved), bound_epsilon=b,
                         ratio=float(ex.epsilon) / b if ok else math.nan,
                         ratio_error=float(ex.error) / b if ok else math.nan,

@@ -18,12 +18,13 @@ Binomial(repeats, 1 - c) (the rule of `advsim.testing.Calibration`); `check` is 
   fraction over the truth, the median ratio to it and how often the audit's assumption
   check rejected.
 
-Exact references: `advsim.mechanisms.landscape_epsilon` (the landscape's exact grid law) and
-`heuristic_epsilon` (Theorem 1 of arXiv:2410.06186: exact for the linear process). `cap` is
-the largest eps_lower the (eps, delta) inequalities can give at that sample size and
-confidence (zero errors on the held-out half, Clopper-Pearson at (1 - c) / 4 for
-"tradeoff"'s up to 2 held-out thresholds): a truth below it can be exceeded, so the row
-can fail. Each row is a file in OUT/cells/, reused with --resume.
+Exact references (`truth`, with its error and the kind of that error beside it):
+`advsim.mechanisms.landscape_law` (the landscape's exact grid law; a refinement estimate)
+and `heuristic_epsilon` (Theorem 1 of arXiv:2410.06186: exact for the linear process; a
+closed form). `eps_cap` is the largest eps_lower the (eps, delta) inequalities can give
+at that sample size and confidence (zero errors on the held-out half, Clopper-Pearson at
+(1 - c) / 4 for "tradeoff"'s up to 2 held-out thresholds): a truth below it can be
+exceeded, so the row can fail. Each row is a file in OUT/cells/, reused with --resume.
 
 `compute_point_estimate_bias` measures the point estimate the same way: `eps_point` is the
 audit's own rule read from raw (not bounded) rates at the threshold chosen for `eps_lower`,
@@ -48,7 +49,9 @@ from advsim._io import write_json
 from advsim.adversaries import ProjectionScore, ThresholdAdversary
 from advsim.audits import AssumptionRejectedWarning, audit, get_audit
 from advsim.bounds import composition_epsilon, gdp_epsilon, heuristic_epsilon
-from advsim.mechanisms import LinearProcess, ThresholdLandscape, landscape_epsilon
+from advsim.exact import ERROR_KIND
+from advsim.figures import CLOSED_FORM
+from advsim.mechanisms import LinearProcess, ThresholdLandscape, landscape_law
 from advsim.testing import simulation_sampler
 
 __all__ = [
@@ -80,17 +83,24 @@ def linear_law_sampler(steps: int, q: float, sigma: float, trials: int):
     return sample
 
 
+#: What `eps_cap` is (`eps_delta_cap`).
+CAP_KIND = ("diagnostic: the largest eps_lower the audit can give at this sample size and "
+            "confidence (zero errors on the held-out half), not an epsilon of the mechanism")
+
+
 def _rows(p: dict) -> list[dict]:
-    """Each row: scenario, sampler factory, accounting, truth, trials, method, repeats, claim."""
+    """Each row: scenario, sampler factory, accounting, truth (with its error and kind),
+    trials, method, repeats, claim."""
     rows, land, lin, delta = [], p["landscape"], p["linear"], p["delta"]
     for b in land["batch_sizes"]:
         for t in land["steps"]:
             sigma, n = land["noise_multiplier"], land["trials"]
             mech = ThresholdLandscape(steps=t, noise_multiplier=sigma, batch_size=b)
+            law = landscape_law(delta, t, sigma, b)
             base = dict(
                 scenario=f"landscape_B{b}_T{t}", accounting=mech.accounting(),
                 sampler=lambda m=mech, n=n: simulation_sampler(m, ThresholdAdversary(), n),
-                truth=landscape_epsilon(delta, t, sigma, b), trials=n,
+                truth=law.epsilon, truth_error=law.error, truth_error_kind=ERROR_KIND, trials=n,
             )  # fmt: skip
             for method, repeats in land["repeats"].items():
                 rows.append({**base, "method": method, "repeats": repeats,
@@ -102,6 +112,7 @@ def _rows(p: dict) -> list[dict]:
         sampler=lambda: linear_law_sampler(steps, q, sigma, trials),
         accounting=LinearProcess(steps, q, sigma).accounting(),
         truth=heuristic_epsilon(delta, steps, q, sigma, canary_steps=steps), trials=trials,
+        truth_error=0.0, truth_error_kind=CLOSED_FORM,
         method="tradeoff", repeats=lin["repeats"], claim=True,
     ))  # fmt: skip
     return rows
@@ -137,7 +148,9 @@ def _run(row: dict, confidence: float, delta: float) -> dict:
     return dict(
         scenario=row["scenario"], method=row["method"], claims_eps_delta_bound=row["claim"],
         delta=delta, confidence=confidence, trials=row["trials"], repeats=repeats,
-        truth=row["truth"], cap=cap if row["method"] in ("tradeoff", "eps_delta") else None,
+        truth=row["truth"], truth_error=row["truth_error"],
+        truth_error_kind=row["truth_error_kind"],
+        eps_cap=cap if row["method"] in ("tradeoff", "eps_delta") else None, eps_cap_kind=CAP_KIND,
         failures=failing, allowed=allowed, failure_ci_low=float(low),
         failure_ci_high=float(high), median_eps_lower=median, guarantee="/".join(sorted(labels)),
         median_over_truth=median / row["truth"], max_eps_lower=float(np.max(eps)),
@@ -207,7 +220,8 @@ def compute_point_estimate_bias(fig, rows):
         q10, median, q90 = np.quantile(ratios, [0.1, 0.5, 0.9]) if ratios else [math.nan] * 3
         table.append(dict(
             method=case["method"], case=case["name"], trials=case["trials"],
-            repeats=case["repeats"], truth=truth, composition=comp, ratio_q10=float(q10),
+            repeats=case["repeats"], truth=truth, truth_error=0.0,
+            truth_error_kind=CLOSED_FORM, composition=comp, ratio_q10=float(q10),
             ratio_median=float(median), ratio_q90=float(q90),
             undefined=sum(e is None for e in points),
             above_composition=sum(e is not None and e > comp for e in points),

@@ -57,7 +57,7 @@ from advsim.bounds import (
     quadratic_law,
 )
 from advsim.bounds._violation_curves import heuristic_curve_lower
-from advsim.figures import exact_epsilon
+from advsim.figures import CLOSED_FORM, exact_with_error
 from advsim.mechanisms import LinearProcess, quadratic_exact_epsilon
 from advsim.sweep import resolve
 
@@ -125,10 +125,17 @@ def _certify_grid(
         certified_fraction_max_over_steps=float(np.mean([c.certified for c in over_steps])),
         sigma_star_median_max_over_steps=_median_sigma_star(over_steps),
         heuristic_max_eps=heuristic_epsilon_max_over_steps(*args),
-        exact_eps=exact_epsilon(spec, mech, delta, exact_grid), statement=first.statement,
+        **_exact_eps(exact_with_error(spec, mech, delta, exact_grid)),
+        statement=first.statement,
         statement_max_over_steps=over_steps[0].statement, simulate_s=simulate_s,
         certify_s=certify_s,
     )  # fmt: skip
+
+
+def _exact_eps(exact: dict) -> dict:
+    """`exact_with_error`'s columns as this table names them (`exact_eps`)."""
+    return {"exact_eps": exact["exact"], "exact_error": exact["exact_error"],
+            "exact_error_kind": exact["exact_error_kind"]}  # fmt: skip
 
 
 def _median_sigma_star(certificates) -> float | None:
@@ -197,7 +204,8 @@ def _quadratic(p: dict, confidence: float) -> list[dict]:
     level, rows = (1.0 - confidence) / 2.0, []
     common = dict(
         parameters=f"alpha={reg:g}, T={steps}, q={q:g}, sigma={sigma:g}", delta=delta,
-        exact_eps=quadratic_exact_epsilon(delta, steps, q, sigma, reg),
+        exact_eps=quadratic_exact_epsilon(delta, steps, q, sigma, reg), exact_error=0.0,
+        exact_error_kind=CLOSED_FORM,
         heuristic_eps=heuristic_epsilon(delta, steps, q, sigma),
     )  # fmt: skip
     for orientation, (a, b) in (("canary_out_null", (alpha, beta)),

@@ -48,6 +48,7 @@ import numpy as np
 from advsim._io import write_json
 from advsim.adversaries import LikelihoodSumDecoder
 from advsim.bounds import heuristic_epsilon
+from advsim.exact import ERROR_KIND
 from advsim.mechanisms import LikelihoodEncodingLoss
 from advsim.search import Confirmation, SearchConfig, config_from_mapping, confirm, search
 from advsim.streaming import audit_streaming
@@ -96,6 +97,10 @@ def _row(name: str, cfg: SearchConfig, result, confirmation) -> dict:
     acc = result.best.accounting()
     constant = heuristic_epsilon(cfg.delta, acc.steps, acc.sampling_prob,
                                  acc.noise_multiplier, canary_steps=acc.num_canary_steps)  # fmt: skip
+    # the gradient arm's best start after descent (each exact epsilon with its error)
+    finite = [v for v in result.starts.values() if math.isfinite(v["after"])]
+    gradient = max(finite, key=lambda v: v["after"], default={"after": math.nan,
+                                                               "after_error": math.nan})
     row = {
         "cell": name,
         "steps": cfg.steps,
@@ -104,14 +109,18 @@ def _row(name: str, cfg: SearchConfig, result, confirmation) -> dict:
         "batch_size": batch,
         "best_paper": max(cfg.starts, key=lambda s: result.starts[s]["before"]),
         "paper_exact_epsilon": result.best_paper,
+        "paper_error": result.best_paper_error,
+        "paper_error_kind": ERROR_KIND,
         "search_exact_epsilon": result.exact_epsilon,
         "search_error": result.exact_error,
+        "search_error_kind": ERROR_KIND,
         "found_by": result.best_from,
-        "gradient_exact_epsilon": max(
-            (v["after"] for v in result.starts.values() if math.isfinite(v["after"])),
-            default=math.nan,
-        ),
+        "gradient_exact_epsilon": gradient["after"],
+        "gradient_error": gradient["after_error"],
+        "gradient_error_kind": ERROR_KIND,
         "random_exact_epsilon": result.random_exact_epsilon,
+        "random_error": result.random_exact_error,
+        "random_error_kind": ERROR_KIND,
         "heuristic": result.heuristic,
         "heuristic_constant_rate": constant,
         "violation_by": _violation_by(result, constant),

@@ -43,6 +43,7 @@ computed under), reused with --resume when that configuration matches.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -64,6 +65,7 @@ __all__ = [
     "FAMILIES",
     "compute_threshold_strategies",
     "exact_epsilon",
+    "family_exact",
     "sample_scores",
 ]
 
@@ -115,11 +117,18 @@ def _hockey_stick(log_p: np.ndarray, log_q: np.ndarray, weights: np.ndarray, eps
                np.sum(weights * np.maximum(q - math.exp(eps) * p, 0.0)))  # fmt: skip
 
 
-def exact_epsilon(family: str, delta: float) -> float:
+#: Points of the grid on [-60, 60] of the mixture and the t pair (spacing 1e-4).
+GRID_POINTS = 1_200_001
+#: brentq's absolute tolerance on eps where the hockey-stick divergence is solved for it.
+_XTOL = 1e-10
+
+
+def exact_epsilon(family: str, delta: float, points: int = GRID_POINTS) -> float:
     """The pair's exact eps(delta) (its privacy profile, both orders of the pair): closed
     forms for the Gaussian (`gdp_epsilon`) and Laplace pairs, the hockey-stick divergence
-    solved for eps elsewhere (exact sums over the Binomial's 21 atoms; a 1.2 x 10^6-point
-    grid on [-60, 60] for the mixture and the t pair)."""
+    solved for eps elsewhere (exact sums over the Binomial's 21 atoms; a grid of `points`
+    points on [-60, 60] for the mixture and the t pair: beyond it their likelihood ratio is
+    below e^eps both ways, so the window cuts nothing off the divergence)."""
     if family == "gaussian_strong":
         return float(gdp_epsilon(delta, 2.0))
     if family == "gaussian_weak":
@@ -132,7 +141,7 @@ def exact_epsilon(family: str, delta: float) -> float:
         log_q = scipy.stats.binom.logpmf(k, 20, 0.5)
         weights = np.ones(k.size)
     else:
-        x, dx = np.linspace(-60.0, 60.0, 1_200_001, retstep=True)
+        x, dx = np.linspace(-60.0, 60.0, points, retstep=True)
         weights = np.full(x.size, dx)
         if family == "mixture":
             log_p = np.logaddexp(np.log(0.9) + scipy.stats.norm.logpdf(x),
@@ -147,7 +156,35 @@ def exact_epsilon(family: str, delta: float) -> float:
         return 0.0
     return float(scipy.optimize.brentq(
         lambda e: _hockey_stick(log_p, log_q, weights, e) - delta, 0.0, min(top, 50.0),
-        xtol=1e-10))  # fmt: skip
+        xtol=_XTOL))  # fmt: skip
+
+
+def family_exact(family: str, delta: float) -> dict:
+    """`exact_eps` (`exact_epsilon`) with its `exact_error` and `exact_error_kind`: 0 for
+    the closed forms (float64 rounding only); brentq's tolerance on eps for the Binomial's
+    exact sums; for the mixture and the t pair, the change from the grid twice as coarse
+    (an estimate of the grid's error, not a bound)."""
+    return dict(zip(("exact_eps", "exact_error", "exact_error_kind"),
+                    _family_exact(family, delta), strict=True))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=32)
+def _family_exact(family: str, delta: float) -> tuple:
+    from advsim.figures import CLOSED_FORM
+
+    value = exact_epsilon(family, delta, GRID_POINTS)
+    if family in ("gaussian_strong", "gaussian_weak", "laplace"):
+        error, kind = 0.0, CLOSED_FORM
+    elif family == "binomial":
+        # brentq returns eps within xtol + rtol |eps| (rtol: 4 float64 epsilons)
+        error = _XTOL + 4 * np.finfo(np.float64).eps * value
+        kind = "exact sum over the 21 atoms; root-finding tolerance (brentq)"
+    else:
+        coarse = exact_epsilon(family, delta, (GRID_POINTS + 1) // 2)
+        error = abs(value - coarse)
+        kind = (f"refinement estimate (grid of {GRID_POINTS:,} points against the grid "
+                "twice as coarse)")  # fmt: skip
+    return value, float(error), kind
 
 
 def _oracle_threshold(family: str, n: int, delta: float, confidence: float) -> float:
@@ -269,7 +306,7 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
     a, j = max(ours, key=ours.get), max(theirs, key=theirs.get)
     row = dict(
         family=family, scores=FAMILIES[family][1], per_world=n, seeds=p["seeds"],
-        delta=delta, confidence=c, exact_eps=exact_epsilon(family, delta),
+        delta=delta, confidence=c, **family_exact(family, delta),
         advsim_strategy=a.split(":", 1)[1], advsim_held_out=meta[a][0],
         advsim_median_eps_lower=ours[a], advsim_median_guarantee=meta[a][1],
         jax_strategy=j.split(":", 1)[1], jax_held_out=meta[j][0],
@@ -300,7 +337,8 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
 def _calibration_row(spec: dict, cal: dict, delta: float, auditing) -> dict:
     start = time.perf_counter()
     strategy, c, n, repeats = spec["strategy"], spec["confidence"], cal["per_world"], cal["repeats"]
-    truth = exact_epsilon("laplace", delta)
+    exact = family_exact("laplace", delta)
+    truth = exact["exact_eps"]
     eps, labels = [], set()
     for rep in range(repeats):
         scores = sample_scores("laplace", n, 10_000 + rep)
@@ -320,7 +358,7 @@ def _calibration_row(spec: dict, cal: dict, delta: float, auditing) -> dict:
     return dict(
         library="jax_privacy" if strategy == "Bonferroni()" else "advsim", strategy=strategy,
         scores=FAMILIES["laplace"][1], per_world=n, delta=delta, confidence=c,
-        repeats=repeats, exact_eps=truth, over=over, allowed=allowed,
+        repeats=repeats, **exact, over=over, allowed=allowed,
         median_eps_lower=float(np.median(eps)), max_eps_lower=float(np.max(eps)),
         guarantee="/".join(sorted(labels)),
         check=("pass" if over <= allowed else "FAIL") if claimed else "measured",
@@ -359,6 +397,8 @@ def compute_threshold_strategies(fig, rows):
                 row = _cached(fig, f"{family}-{n}", config,
                               lambda f=family, n=n, k=count: _row(f, n, {**p, "seeds": k},
                                                                   auditing))  # fmt: skip
+                if "exact_error" not in row:  # a cell resumed from an older run
+                    row.update(family_exact(family, p["delta"]))
                 strategies = row.pop("strategies")
                 _paired(row, strategies)
                 row["behind"] = _why(row)
@@ -376,7 +416,7 @@ def compute_threshold_strategies(fig, rows):
             rec = _cached(
                 fig, name, config, lambda s=spec: _calibration_row(s, cal, p["delta"], auditing)
             )
-            calibration.append(rec)
+            calibration.append({**family_exact("laplace", p["delta"]), **rec})
     for rec in calibration:
         if rec["check"] == "FAIL":
             print(

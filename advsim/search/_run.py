@@ -31,8 +31,9 @@ import optax
 from tqdm.auto import tqdm
 
 from advsim._io import provenance, write_csv, write_json
+from advsim._labels import bound_label
 from advsim.bounds import bounds_for
-from advsim.exact import last_iterate_epsilon, last_iterate_epsilons
+from advsim.exact import ERROR_KIND, last_iterate_epsilon, last_iterate_epsilons
 from advsim.exact._gradient import FixedGridEpsilon
 from advsim.search._config import CONFIRM_KEYS, SearchConfig
 from advsim.search._family import Family, build_family
@@ -56,9 +57,12 @@ class SearchResult:
         best_from: which arm and start found it ("gradient:landscape", "random", ...).
         exact_epsilon, exact_error: `last_iterate_epsilon` of `best` (finest of three
             grids; the error is a refinement estimate, not a bound).
-        starts: per start: its exact epsilon before and after the gradient arm.
-        random_exact_epsilon: the random arm's best, recomputed exactly.
-        best_paper: the largest exact epsilon among the papers' starts (nan if none).
+        starts: per start: its exact epsilon before and after the gradient arm, each with
+            its error (`before_error`, `after_error`).
+        random_exact_epsilon, random_exact_error: the random arm's best, recomputed
+            exactly, and its error.
+        best_paper, best_paper_error: the largest exact epsilon among the papers' starts
+            (nan if none) and its error.
         heuristic, composition: the last-iterate heuristic and composition at the cell.
         improved: whether the search beat its best start by more than the engine's error.
         seconds: wall time of each arm and of the exact evaluations.
@@ -78,6 +82,8 @@ class SearchResult:
     improved: bool
     seconds: dict[str, float]
     folder: Path | None
+    best_paper_error: float = math.nan
+    random_exact_error: float = math.nan
 
     def summary(self) -> dict[str, Any]:
         """The scalars, for `search.json` and tables."""
@@ -85,11 +91,17 @@ class SearchResult:
             "best_from": self.best_from,
             "exact_epsilon": self.exact_epsilon,
             "exact_error": self.exact_error,
-            "exact_error_kind": "refinement estimate",
+            "exact_error_kind": ERROR_KIND,
             "best_paper_exact_epsilon": self.best_paper,
+            "best_paper_error": self.best_paper_error,
+            "best_paper_error_kind": ERROR_KIND,
             "random_exact_epsilon": self.random_exact_epsilon,
+            "random_error": self.random_exact_error,
+            "random_error_kind": ERROR_KIND,
             "heuristic_epsilon": self.heuristic,
+            "heuristic_epsilon_assumes": bound_label("heuristic"),
             "composition_epsilon": self.composition,
+            "composition_epsilon_assumes": bound_label("composition"),
             "improved": self.improved,
             "starts": self.starts,
             "seconds": self.seconds,
@@ -309,8 +321,8 @@ def _finish(family: Family, starts, state, rand, folder, seconds):
     values = [(math.nan, math.inf) if r is None else (r.epsilon, r.error) for r in laws]
     exact = dict(zip([n for n, _ in named], values, strict=True))
     per_start = {
-        name: {"before": exact[f"start:{name}"][0], "after": exact[f"gradient:{name}"][0],
-               "after_error": exact[f"gradient:{name}"][1],
+        name: {"before": exact[f"start:{name}"][0], "before_error": exact[f"start:{name}"][1],
+               "after": exact[f"gradient:{name}"][0], "after_error": exact[f"gradient:{name}"][1],
                "grid_best": state["gradient"][name]["best"]}
         for name in starts
     }  # fmt: skip
@@ -318,9 +330,9 @@ def _finish(family: Family, starts, state, rand, folder, seconds):
     eps, err, source, best = max(valid, key=lambda c: c[0])
     law = laws[[n for n, _ in named].index(source)]  # plotted as it is: not computed again
     papers = [exact[f"start:{n}"] for n in family.starts]
-    best_paper = max((e for e, _ in papers), default=math.nan)
+    best_paper, best_paper_error = max(papers, key=lambda p: p[0], default=(math.nan, math.nan))
     paper_err = max((e for _, e in papers), default=0.0)
-    random_eps = exact["random"][0] if "random" in exact else math.nan
+    random_eps, random_err = exact.get("random", (math.nan, math.nan))
     b = bounds_for(family.template.accounting(), cfg.delta)
     improved = bool(papers) and eps > best_paper + err + paper_err
     result = SearchResult(
@@ -329,6 +341,7 @@ def _finish(family: Family, starts, state, rand, folder, seconds):
         random_exact_epsilon=float(random_eps), best_paper=float(best_paper),
         heuristic=float(b["heuristic"]), composition=float(b["composition"]),
         improved=improved, seconds=seconds, folder=folder,
+        best_paper_error=float(best_paper_error), random_exact_error=float(random_err),
     )  # fmt: skip
     return result, law
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from advsim._io import _jsonable as _encode  # non-finite floats as 'inf', '-inf', 'nan'
 from advsim._io import atomic_path, write_csv, write_json
+from advsim._labels import add_labels
 from advsim.experiment import record_columns
 from advsim.sweep._config import Cell, SweepConfig, SweepError, canon, describe, parse_config
 
@@ -168,6 +169,8 @@ def read_cell(path: Path, cell: Cell | None, keys: Sequence[str] = ()) -> dict:
 
 
 def table_rows(config: SweepConfig, cells: Sequence[Cell], results: Mapping) -> list[dict]:
+    """The table of the finished cells, in cell order: the cell, its parameters, its
+    result, and the labels beside its epsilons (`advsim.figures.label_problems`)."""
     rows = []
     for cell in cells:
         if cell.cell_id not in results:
@@ -177,6 +180,7 @@ def table_rows(config: SweepConfig, cells: Sequence[Cell], results: Mapping) -> 
         for key, value in results[cell.cell_id].items():
             row.setdefault(key, value)  # a parameter keeps the value the config gave
         rows.append(row)
+    add_labels(list(dict.fromkeys(k for r in rows for k in r)), rows)
     return rows
 
 
@@ -190,7 +194,7 @@ def _columns(config: SweepConfig, rows: Sequence[Mapping]) -> list[str]:
             if key not in cols and key not in result_cols:
                 cols.append(key)
     cols += [k for k in result_cols if k not in cols]
-    return cols
+    return add_labels(cols, rows)  # each label right after its epsilon
 
 
 def write_table(

@@ -31,7 +31,7 @@ def _check_curves(summary, curves):
         assert t_star < int(rows[-1]["steps"])  # every configuration plateaus in range
         flat = [e for r, e in zip(rows, si, strict=True) if int(r["steps"]) >= t_star]
         assert flat and max(flat) - min(flat) < 1e-9
-        assert abs(flat[-1] - float(s["eps_plateau"])) < 1e-9
+        assert abs(flat[-1] - float(s["eps_shifted_interpolation_plateau"])) < 1e-9
         assert flat[-1] < 0.95 * comp[-1]  # below composition at T = 1000
 
 

@@ -191,3 +191,104 @@ def test_layout_problems_find_a_planted_overlap_and_a_cut_marker():
     ax.set_ylim(bottom=0)
     assert any("cut by the axes' edge" in p for p in layout_problems(fig))
     plt.close(fig)
+
+
+def test_layout_problems_find_planted_text_overlaps_cut_texts_and_merged_markers():
+    """The text checks can fail: two texts at one spot, a colour bar's offset text ("+1")
+    under the title of a narrow range, a text past the figure's edge, and two series'
+    filled markers at the same point; a hollow marker inside a larger filled one is
+    readable and not reported."""
+    from advsim._plot_style import layout_problems, styled_pyplot
+
+    plt = styled_pyplot()
+    fig, ax = plt.subplots(figsize=(3, 2.5))
+    ax.plot([1, 2, 3], [1, 2, 3])
+    ax.text(2, 2, "first note")
+    ax.text(2, 2, "second note")
+    assert any("'second note'" in p and "overlaps" in p and "'first note'" in p
+               for p in layout_problems(fig))  # fmt: skip
+    for t in list(ax.texts):
+        t.remove()
+    ax.text(3.0, 2.0, "a note running far past the right edge of the figure", in_layout=False)
+    assert any("past the figure's edge" in p for p in layout_problems(fig))
+    ax.texts[0].remove()
+    assert layout_problems(fig) == []
+    ax.plot([2.0], [1.5], "o", ms=5, label="series a")
+    ax.plot([2.0], [1.5], "v", ms=5, label="series b")
+    assert any("merge with" in p for p in layout_problems(fig))
+    ax.lines[-1].remove()
+    ax.plot([2.0], [1.5], "o", ms=10, color="0.7", label="series c", zorder=0)
+    ax.lines[-2].set(markerfacecolor="white")
+    assert layout_problems(fig) == []
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(3, 2.5))
+    image = ax.imshow([[1.0, 1.0004], [1.0007, 1.001]], aspect="auto")
+    fig.colorbar(image, ax=ax)  # its ticks read 0.0000 ... 0.0010 under an offset "+1"
+    ax.set_title("a title of the heat map\nwith a second line reaching right to its colour bar",
+                 fontsize=8)  # fmt: skip
+    problems = layout_problems(fig)
+    assert any("offset text ('+1') overlaps axes 0's title" in p for p in problems), problems
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------
+# eps_vs_steps: one T, the exact column, the guarantee; ratio heat maps and noise
+
+AUDITED_T10 = {"steps": 10, "delta": 1e-5, "heuristic": 1.5195, "composition": 8.0,
+               "full_batch": 0.2711, "exact_epsilon": 1.5197, "exact_error": 4e-4,
+               "eps_lower": 0.2079, "eps_point": 1.2535, "guarantee": "rigorous",
+               "assumption_rejected": False, "eps_point_above_composition": False}  # fmt: skip
+
+
+def test_a_one_t_audit_draws_every_series_as_a_marker_side_by_side(captured):
+    """One T (a one-T audit, `advsim audit --steps 10`): every series (the three bounds,
+    the exact epsilon, the point estimate, the lower bound) is a marker at its value, each
+    at its own place beside the others (none merged), and the layout check finds nothing."""
+    from advsim._plot_style import layout_problems
+
+    plotting.plot_eps_vs_steps([AUDITED_T10], "unused", title="one T")
+    fig = captured[0]
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 6
+    assert all(line.get_marker() not in (None, "None", "") for line in lines)
+    values = {line.get_label(): float(line.get_ydata()[0]) for line in lines}
+    assert values["exact (last model)"] == AUDITED_T10["exact_epsilon"]
+    assert values["composition (all iterates)"] == AUDITED_T10["composition"]
+    fig.canvas.draw()
+    xs = [line.get_transform().transform(line.get_xydata())[0, 0] for line in lines]
+    assert len({round(x) for x in xs}) == 6  # six different places in pixels
+    assert layout_problems(fig) == []
+
+
+def test_eps_vs_steps_draws_the_exact_column_and_names_the_guarantee(captured):
+    """Several T: `exact_epsilon` is a line of its own, labelled, through the rows' values;
+    the lower bound's legend entry names the rows' guarantee, "rigorous" included."""
+    rows = [dict(AUDITED_T10, steps=t, exact_epsilon=e) for t, e in ((1, 8.0), (10, 1.52))]
+    plotting.plot_eps_vs_steps(rows, "unused")
+    lines = {line.get_label(): line for line in captured[0].axes[0].get_lines()}
+    assert list(lines["exact (last model)"].get_ydata()) == [8.0, 1.52]
+    assert "empirical (lower bound; rigorous)" in lines
+    assert "empirical (point estimate, not a bound)" in lines
+
+
+@pytest.mark.parametrize("relative_error", [3e-4, 0.05])
+def test_ratio_heatmap_colours_never_spread_noise(captured, relative_error):
+    """heuristic / exact over a grid where the ratios span 1.0000 to 1.0005 (numerical
+    noise): the colour range is at least `RATIO_MIN_SPAN` wide and at least twice the
+    largest stated error of a ratio (|r| (e_exact / exact), first order: 2 x 1.0005 x
+    `relative_error` for the larger error), and the colour bar has no offset text."""
+    rows = [
+        {"steps": t, "sampling_prob": q, "heuristic": 2.0 * (1 + 1e-4 * i),
+         "exact_epsilon": 2.0, "exact_error": 2.0 * relative_error}
+        for i, (t, q) in enumerate((t, q) for t in (1, 10, 100) for q in (0.01, 0.1))
+    ]  # fmt: skip
+    plotting.plot_ratio_heatmap(rows, "steps", "sampling_prob", "heuristic", "unused",
+                                denominator="exact_epsilon", fmt=".4f")  # fmt: skip
+    fig = captured[0]
+    image = fig.axes[0].get_images()[0]
+    span = image.norm.vmax - image.norm.vmin
+    expected = max(plotting.RATIO_MIN_SPAN, 2 * 1.0005 * relative_error)
+    assert span == pytest.approx(expected, rel=1e-9)
+    fig.canvas.draw()
+    assert fig.axes[1].yaxis.get_offset_text().get_text() == ""

@@ -265,7 +265,8 @@ def test_audit_prints_exact_beside_the_heuristic_and_writes_it(tmp_path, capsys)
     assert f"{row['exact_epsilon']:.3f}" in line and f"{row['heuristic']:.3f}" in line
     with open(out / "results.csv") as f:
         header = next(csv.reader(f))
-    assert header.index("exact_epsilon") == header.index("full_batch") + 1
+    # the bounds' columns, each followed by what it assumes, then the exact epsilon
+    assert header.index("exact_epsilon") == header.index("full_batch_assumes") + 1
     assert "exact_time_s" in header
 
 
