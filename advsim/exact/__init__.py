@@ -19,11 +19,18 @@ methods do not read T runs in the same compiled programs (`advsim.exact._program
 - `FixedGridEpsilon`: the value on one fixed grid as a jittable, differentiable function of
   the construction (for searches over a family of constructions);
 - `check_scalar_law` (whether a mechanism has what the engine needs) and `grid_work` (the
-  coarsest grid's nodes x steps x count components, known before any work).
+  coarsest grid's nodes x steps x count components, known before any work);
+- `estimate_seconds` (a call's predicted wall time, before any work) and
+  `ExactCostWarning` (warned before a call predicted to take more than a minute).
+
+Beyond `resolution_limit(delta)` (20.7 at $\delta = 10^{-5}$), where the grid's masses
+would be read off float64 rounding, the laws are propagated as log-masses instead
+(`ExactEpsilon.log_space`), which resolves $\varepsilon$ up to 512.
 """
 
 from advsim.exact import _api
 from advsim.exact._api import *  # noqa: F403 (the public call and its result)
+from advsim.exact._cost import ExactCostWarning, estimate_seconds
 from advsim.exact._divergence import (
     discrete_epsilon,
     discrete_privacy_profile,
@@ -36,11 +43,13 @@ from advsim.exact._plan import check_scalar_law, grid_work
 
 __all__ = [
     *_api.__all__,
+    "ExactCostWarning",
     "FixedGridEpsilon",
     "check_scalar_law",
     "discrete_epsilon",
     "discrete_privacy_profile",
     "discrete_tradeoff",
+    "estimate_seconds",
     "grid_delta",
     "grid_epsilon",
     "grid_work",

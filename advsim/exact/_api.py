@@ -7,14 +7,15 @@ on `refinements` grids (default 3), or, with a relative tolerance `rtol`, on as 
 reach it (at least 2, at most `refinements`: the adaptive ladder).
 `last_iterate_epsilons` does the same for a batch of mechanisms that differ only in traced
 values (a heatmap over sigma and B is one call: one compilation per grid, the cells
-vmapped).
+vmapped). A value beyond `resolution_limit(delta)` is computed again in log space
+(`advsim.exact._logladder`); a call predicted to be slow warns first
+(`advsim.exact._cost`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
 from collections.abc import Sequence
 
@@ -25,19 +26,32 @@ from tqdm.auto import tqdm
 
 from advsim._mechanism import AbstractMechanism, AbstractProjected
 from advsim._validation import check_delta, check_in_interval, check_int, check_positive
+from advsim.exact._cost import warn_if_slow_batch
 from advsim.exact._divergence import discrete_tradeoff, grid_delta, grid_epsilon_host
+from advsim.exact._errors import (  # noqa: F401 (Stopped, stop_when: the engine's stop)
+    GridTooLargeError,
+    LostMassError,
+    Stopped,
+    _check_lost,
+    _check_stop,
+    _size,
+    stop_when,
+)
 from advsim.exact._host import (  # noqa: F401 (COMPILE_NODES: the cost model's constant)
+    CHUNK,
     COMPILE_NODES,
     _bracket,
     _buckets,
     _check_records,
     _initial_model,
     _initial_state,
+    _level_plan,
     _stack,
     _widened,
 )
-from advsim.exact._plan import combine, layout, plan_bytes
-from advsim.exact._programs import SHARE_BUDGET, any_steps, shared_shapes
+from advsim.exact._logladder import beyond_resolution
+from advsim.exact._plan import layout, plan_bytes
+from advsim.exact._programs import any_steps
 from advsim.exact._propagate import advance
 
 __all__ = [
@@ -67,50 +81,18 @@ SUPPORT_LEVEL = 1e-10
 WIDENINGS = 2
 #: Default cap on one propagation's working set.
 DEFAULT_MAX_BYTES = 8 * 2**30
-#: Steps per `advance` call, whatever T (the steps past T are masked): one chunk length
-#: lets every T share the compiled propagation (`advsim.exact._programs`); a grid whose
-#: masked steps would cost more than a compilation gets a chunk of its own (`_level_plan`).
-CHUNK = 100
-
-
 MASS_FLOOR = 1e-14
 """Masses below this (relative to a total of 1) are at the level of the rounding of the FFT
 convolutions (float64, ~1e-16 per step and node) and carry no information."""
 
 
-#: A thread's request to stop (`stop_when`): its `event`, checked between chunks of steps.
-_STOP = threading.local()
-
-
-class Stopped(Exception):
-    """Raised by the engine on a thread whose `stop_when` event is set (between chunks of
-    steps): a computation abandoned, by `advsim._exact_columns.ExactBeside`."""
-
-
-def stop_when(event: threading.Event | None) -> None:
-    """On the calling thread, makes the engine raise `Stopped` at its next chunk of steps
-    once `event` is set (None: never)."""
-    _STOP.event = event
-
-
 def resolution_limit(delta: float) -> float:
-    r"""The largest $\varepsilon(\delta)$ a float64 grid can resolve, $\log(\delta /
-    10^{-14})$ (20.7 at $\delta = 10^{-5}$): the least likely event that sets
-    $\varepsilon$ has out-world mass about $\delta e^{-\varepsilon}$, which must stay above
-    the rounding floor `MASS_FLOOR`."""
+    r"""The largest $\varepsilon(\delta)$ the grid propagation (masses in float64)
+    resolves, $\log(\delta / 10^{-14})$ (20.7 at $\delta = 10^{-5}$): the least likely
+    event that sets $\varepsilon$ has out-world mass about $\delta e^{-\varepsilon}$, which
+    must stay above the rounding floor `MASS_FLOOR`. Beyond it `last_iterate_epsilon`
+    propagates the laws in log space instead (`ExactEpsilon.log_space`)."""
     return math.log(delta / MASS_FLOOR)
-
-
-class GridTooLargeError(ValueError):
-    """The grid an exact propagation needs would not fit in the memory allowed."""
-
-
-class LostMassError(FloatingPointError):
-    """More mass left the grid (or a count window) than the tolerance allows."""
-
-    def __init__(self, message: str, index: int):
-        super().__init__(message)
-        self.index = index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,9 +120,9 @@ class ExactEpsilon:
         lost_mass: mass of (in, out) that left the finest grid or a count window, summed
             over the steps; never dropped silently.
         mass_error: $|1 - \text{mass kept} - \text{lost}|$ of the finest grid (rounding).
-        resolved: False when $\varepsilon$ exceeds `resolution_limit(delta)`: the events that
-            set it have out-world mass below the float64 grid's rounding floor, so the value
-            means nothing (and `error` is inf).
+        resolved: False when no value was resolved (then `error` is inf): beyond
+            `resolution_limit(delta)` the laws are propagated in log space (`log_space`),
+            which resolves $\varepsilon$ up to 512; False only above that.
         eps_bracket: $\varepsilon$ of the finest grid with $\delta$ moved by the lost mass
             and the rounding, both ways: the range the lost mass alone allows.
         nodes: the finest grid's nodes.
@@ -150,12 +132,19 @@ class ExactEpsilon:
         mass_in, mass_out: the last model's masses on `grid` in each world.
         epsilon_per_step: $\varepsilon(\delta)$ after every step on the finest grid, when
             asked for (`every_step=True`), else None.
+        error_per_step: the error estimate of each of `epsilon_per_step`, as `error`: the
+            change between the two finest grids after that step plus the last step's
+            lost-mass term (its last entry is `error`); None without `every_step`, nan
+            with a single grid.
         seconds: wall time of the whole call.
         rtol: the relative tolerance asked for (`last_iterate_epsilon`'s `rtol`), or None
             for a fixed number of grids.
         converged: with `rtol`, whether `error <= rtol * epsilon` (False: the most grids
             allowed, `refinements`, did not reach it; the value and its error are still
             those of the finest grid); None without `rtol`.
+        log_space: whether the laws were propagated as log-masses (an epsilon beyond
+            `resolution_limit(delta)`; `docs/guide/exact.md`, "Large epsilons"): then
+            `nodes`, `spacings` and `eps_bracket` are those of the log-space grids.
     """
 
     epsilon: float
@@ -177,9 +166,11 @@ class ExactEpsilon:
     mass_in: np.ndarray = dataclasses.field(repr=False)
     mass_out: np.ndarray = dataclasses.field(repr=False)
     epsilon_per_step: np.ndarray | None = dataclasses.field(repr=False, default=None)
+    error_per_step: np.ndarray | None = dataclasses.field(repr=False, default=None)
     seconds: float = 0.0
     rtol: float | None = None
     converged: bool | None = None
+    log_space: bool = False
 
     @property
     def grids(self) -> int:
@@ -227,69 +218,9 @@ class ExactEpsilon:
             "exact_rtol": self.rtol,
             "exact_converged": self.converged,
             "exact_error_reliable": self.error_reliable,
+            "exact_log_space": self.log_space,
             "delta": self.delta,
         }
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
-
-
-def _check_lost(mechs, lost_steps, far_steps, lows, highs, lost_tolerance: float, t0: int):
-    for i in range(lost_steps.shape[0]):
-        cumulative = np.cumsum(lost_steps[i])
-        over = np.flatnonzero(cumulative > lost_tolerance)
-        if over.size:
-            k = int(over[0])
-            far = far_steps[i][np.isfinite(far_steps[i])]
-            where = (f"; the drift sent mass {far[0]:.6g} away from the grid's centre"
-                     if far.size else "")  # fmt: skip
-            raise LostMassError(
-                f"{type(mechs[i]).__name__} (batch item {i}): by step {t0 + k}, mass "
-                f"{cumulative[k]:.3g} left the grid [{lows[i]:.6g}, {highs[i]:.6g}] or a "
-                f"count window, above lost_tolerance = {lost_tolerance:.3g}{where}. Pass a "
-                "wider support=(lo, hi) if the law is bounded, or raise lost_tolerance",
-                i,
-            )
-
-
-def _level_plan(
-    mechs, cells, supports, every_step, shape=(0, 0), max_bytes=DEFAULT_MAX_BYTES, share=True
-):
-    """The layouts and the batch's plan at `cells` per sd (at least `shape`'s nodes and FFT
-    size, so that several grids share one compiled propagation): in chunks of `CHUNK`
-    steps and, with `share`, on a shared shape (`advsim.exact._programs`), where the work
-    this adds (masked steps, extra FFT points) stays within `SHARE_BUDGET`; not on a
-    shared shape where the caller set the interval (the grid then keeps to it)."""
-    layouts = [layout(m, cells, sup) for m, sup in zip(mechs, supports, strict=True)]
-    steps, batch = mechs[0].steps, len(mechs)
-    chunk = CHUNK
-
-    def planned(nodes: int, fft_size: int):
-        return combine(
-            layouts, chunk, every_step, nodes=nodes, fft_size=fft_size, mechs=mechs
-        )
-
-    best = planned(*shape)
-    own = best[0]
-    budget = SHARE_BUDGET / batch
-    if -steps % CHUNK * own.fft_size > budget:
-        # The masked steps past T would cost too much: a chunk of its own that divides T
-        # about evenly (as many calls, fewer steps masked than calls), on its own shape.
-        chunk = math.ceil(steps / math.ceil(steps / CHUNK))
-        return layouts, planned(*shape)
-    if share and not own.projected:  # (a projected grid's spacing is set by its size)
-        run = math.ceil(steps / CHUNK) * CHUNK  # the steps run, masked ones included
-        for nodes, fft_size in shared_shapes(own.nodes, own.fft_size):
-            if run * fft_size - steps * own.fft_size > budget:
-                break
-            candidate = planned(nodes, fft_size)
-            plan = candidate[0]
-            if (plan.nodes, plan.fft_size) == (nodes, fft_size):
-                if plan_bytes(plan, batch) <= max_bytes:
-                    best = candidate
-                break
-    return layouts, best
 
 
 def _run_level(
@@ -321,9 +252,7 @@ def _run_level(
         first = np.full(len(mechs), plan.nodes)
         last = np.full(len(mechs), -1)
         for t0 in range(1, steps + 1, chunk):
-            stop = getattr(_STOP, "event", None)
-            if stop is not None and stop.is_set():
-                raise Stopped(f"stopped at step {t0} of {steps}")
+            _check_stop(t0, steps)
             state, rec = advance(
                 stacked,
                 plan,
@@ -435,15 +364,25 @@ def _summary(runs, i: int, delta: float) -> dict:
     if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
         order = math.log2(abs(diffs[-2] / diffs[-1]))
     error = abs(diffs[-1]) if diffs else math.nan
-    error = error + max(bracket[1] - eps[-1], eps[-1] - bracket[0])
+    lost_term = max(bracket[1] - eps[-1], eps[-1] - bracket[0])
+    error = error + lost_term
     resolved = math.isfinite(eps[-1]) and eps[-1] <= resolution_limit(delta)
     if not resolved:
         error = math.inf
+    step_error = None
+    if per_step is not None:
+        finest = np.asarray(per_step[i], np.float64)
+        change = np.full_like(finest, np.nan)
+        if len(runs) > 1:
+            with np.errstate(invalid="ignore"):  # inf - inf beyond the resolution (inf below)
+                change = np.abs(finest - runs[-2][4][i])
+        step_error = np.where(finest <= resolution_limit(delta), change + lost_term, np.inf)
     return {
         "eps": eps, "state": state, "grid": grids[i], "p": p, "q": q, "lost": lost,
         "mass_error": float(mass_error), "atoms": atoms, "bracket": bracket,
         "diffs": diffs, "order": order, "error": error, "resolved": resolved,
         "nodes": nodes, "per_step": None if per_step is None else per_step[i],
+        "step_error": step_error,
         "spacings": tuple(float(r[3][i]) for r in runs),
     }  # fmt: skip
 
@@ -452,6 +391,17 @@ def _converged(summary: dict, rtol: float) -> bool:
     """Whether a member's error estimate is at most `rtol` times its epsilon (never for a
     nan or infinite error)."""
     return bool(summary["error"] <= rtol * abs(summary["eps"][-1]))
+
+
+def _check_mechanism(name: str, value) -> None:
+    """Refuses anything but a mechanism (an adversary passed by mistake, a number)."""
+    if not isinstance(value, AbstractMechanism):
+        kind = "an adversary" if hasattr(value, "craft") else f"a {type(value).__name__}"
+        raise TypeError(
+            f"{name} must be a mechanism (an advsim.AbstractMechanism with the scalar "
+            f"law, e.g. advsim.mechanisms.LinearProcess), got {kind} "
+            f"({type(value).__module__}.{type(value).__qualname__})"
+        )
 
 
 def last_iterate_epsilons(
@@ -466,6 +416,7 @@ def last_iterate_epsilons(
     lost_tolerance: float | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: bool | None = None,
+    log_space: bool = True,
 ) -> list[ExactEpsilon]:
     """`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
     (the mechanisms vmapped on shared grids; grids of very different sizes are run in
@@ -477,6 +428,8 @@ def last_iterate_epsilons(
     mechs = list(mechanisms)
     if not mechs:
         raise ValueError("mechanisms must hold at least one mechanism, got none")
+    for i, m in enumerate(mechs):
+        _check_mechanism(f"mechanisms[{i}]", m)
     delta = check_delta("delta", delta)
     cells_per_sd = check_positive("cells_per_sd", cells_per_sd)
     if cells_per_sd < 2:
@@ -493,7 +446,9 @@ def last_iterate_epsilons(
     with jax.enable_x64(True):
         _stack(mechs)  # a batch differing in a static field is refused before any work
     steps = mechs[0].steps
-    buckets = _buckets([layout(m, cells_per_sd, support).nodes for m in mechs])
+    nodes = [layout(m, cells_per_sd, support).nodes for m in mechs]
+    buckets = _buckets(nodes)
+    warn_if_slow_batch(mechs, buckets, nodes, delta, cells_per_sd, refinements, support)
     if progress is None:
         progress = steps * refinements >= 200
     bar = tqdm(total=steps * refinements * len(buckets), desc="exact law", unit="step",
@@ -517,6 +472,13 @@ def last_iterate_epsilons(
     for original in range(len(mechs)):
         runs, i = runs_of[original]
         m = _summary(runs, i, delta)
+        if log_space and not m["resolved"]:  # beyond the grid's floor: in log space
+            m = beyond_resolution(
+                mechs[original], delta, cells_per_sd=cells_per_sd, refinements=refinements,
+                rtol=rtol, support=support, every_step=every_step, max_bytes=max_bytes,
+                progress=progress, stop=_check_stop,
+            )  # fmt: skip
+            elapsed = time.perf_counter() - start_time
         results.append(
             ExactEpsilon(
                 epsilon=m["eps"][-1],
@@ -525,7 +487,7 @@ def last_iterate_epsilons(
                 error_kind=ERROR_KIND,
                 epsilons=tuple(m["eps"]),
                 spacings=m["spacings"],
-                cells_per_sd=tuple(cells_per_sd * 2**k for k in range(len(runs))),
+                cells_per_sd=tuple(cells_per_sd * 2**k for k in range(len(m["eps"]))),
                 differences=m["diffs"],
                 observed_order=m["order"],
                 resolved=m["resolved"],
@@ -538,9 +500,11 @@ def last_iterate_epsilons(
                 mass_in=m["p"],
                 mass_out=m["q"],
                 epsilon_per_step=m["per_step"],
+                error_per_step=m["step_error"],
                 seconds=elapsed,
                 rtol=rtol,
                 converged=None if rtol is None else _converged(m, rtol),
+                log_space=m.get("log_space", False),
             )  # fmt: skip
         )
     return results
@@ -558,6 +522,7 @@ def last_iterate_epsilon(
     lost_tolerance: float | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: bool | None = None,
+    log_space: bool = True,
 ) -> ExactEpsilon:
     r"""The exact $\varepsilon(\delta)$ of the last model of a scalar construction.
 
@@ -570,7 +535,10 @@ def last_iterate_epsilon(
     between the two finest as its error estimate. Without `rtol`, exactly `refinements`
     grids; with `rtol`, the adaptive ladder: grids are added (at least 2) until the error
     estimate is at most `rtol * epsilon`, or `refinements` grids are reached (then
-    `converged` is False, and the value and error are still the finest grid's).
+    `converged` is False, and the value and error are still the finest grid's). A value
+    beyond `resolution_limit(delta)`, which the grid's float64 masses cannot resolve, is
+    computed again by the same ladder with the laws carried as log-masses, sized for the
+    epsilon asked (`ExactEpsilon.log_space`; up to 2048).
 
     Args:
         mechanism: an `AbstractScalarLaw` mechanism (scalar model, fields of (m, t)).
@@ -589,10 +557,17 @@ def last_iterate_epsilon(
             a count window (default delta / 100).
         max_bytes: refuse before any work a grid whose working set exceeds this.
         progress: a tqdm bar over the steps (default: when steps x refinements >= 200).
+        log_space: compute a value beyond `resolution_limit(delta)` again in log space
+            (default); False returns the grid's value there, flagged `resolved=False`
+            with an infinite `error` (cheaper, for callers that only need to know).
 
     Returns:
         An `ExactEpsilon`: the epsilon, its error (a refinement estimate, never a bound),
         the privacy profile and trade-off curve of the last model.
+
+    Warns:
+        ExactCostWarning: before a computation `estimate_seconds` predicts to take more
+            than a minute (and again before the log-space ladder, if that one is).
 
     Raises:
         TypeError: the mechanism lacks the capability (vector model, per-example data).
@@ -610,9 +585,10 @@ def last_iterate_epsilon(
         >>> abs(exact.epsilon / heuristic_epsilon(1e-5, 10, 0.1, 1.0) - 1) < 1e-3
         True
     """
+    _check_mechanism("mechanism", mechanism)
     (result,) = last_iterate_epsilons(
         [mechanism], delta, cells_per_sd=cells_per_sd, refinements=refinements, rtol=rtol,
         support=support, every_step=every_step, lost_tolerance=lost_tolerance,
-        max_bytes=max_bytes, progress=progress,
+        max_bytes=max_bytes, progress=progress, log_space=log_space,
     )  # fmt: skip
     return result

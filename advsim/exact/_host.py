@@ -1,4 +1,5 @@
-"""Host-side helpers of an exact call: the batch, its checks, its first state, its groups.
+"""Host-side helpers of an exact call: the batch, its checks, its first state, its groups,
+each grid's plan.
 
 Kept apart from `advsim.exact._api` (the public call and the refinement ladder) so that
 each module stays short; nothing here runs a propagation.
@@ -16,7 +17,8 @@ import numpy as np
 
 from advsim._mechanism import AbstractMechanism
 from advsim.exact._divergence import grid_epsilon_host
-from advsim.exact._plan import layout
+from advsim.exact._plan import combine, layout, plan_bytes
+from advsim.exact._programs import SHARE_BUDGET, shared_shapes
 from advsim.exact._propagate import GridState, _fields
 
 
@@ -136,3 +138,44 @@ def _buckets(nodes: Sequence[int]) -> list[list[int]]:
         groups.append(order[cut[end] : end])
         end = cut[end]
     return groups[::-1]
+
+
+#: Steps per `advance` call, whatever T (the steps past T are masked): one chunk length
+#: lets every T share the compiled propagation (`advsim.exact._programs`); a grid whose
+#: masked steps would cost more than a compilation gets a chunk of its own (`_level_plan`).
+CHUNK = 100
+
+
+def _level_plan(mechs, cells, supports, every_step, shape=(0, 0), max_bytes=8 * 2**30, share=True):
+    """The layouts and the batch's plan at `cells` per sd (at least `shape`'s nodes and FFT
+    size, so that several grids share one compiled propagation): in chunks of `CHUNK`
+    steps and, with `share`, on a shared shape (`advsim.exact._programs`), where the work
+    this adds (masked steps, extra FFT points) stays within `SHARE_BUDGET`; not on a
+    shared shape where the caller set the interval (the grid then keeps to it)."""
+    layouts = [layout(m, cells, sup) for m, sup in zip(mechs, supports, strict=True)]
+    steps, batch = mechs[0].steps, len(mechs)
+    chunk = CHUNK
+
+    def planned(nodes: int, fft_size: int):
+        return combine(layouts, chunk, every_step, nodes=nodes, fft_size=fft_size, mechs=mechs)
+
+    best = planned(*shape)
+    own = best[0]
+    budget = SHARE_BUDGET / batch
+    if -steps % CHUNK * own.fft_size > budget:
+        # The masked steps past T would cost too much: a chunk of its own that divides T
+        # about evenly (as many calls, fewer steps masked than calls), on its own shape.
+        chunk = math.ceil(steps / math.ceil(steps / CHUNK))
+        return layouts, planned(*shape)
+    if share and not own.projected:  # (a projected grid's spacing is set by its size)
+        run = math.ceil(steps / CHUNK) * CHUNK  # the steps run, masked ones included
+        for nodes, fft_size in shared_shapes(own.nodes, own.fft_size):
+            if run * fft_size - steps * own.fft_size > budget:
+                break
+            candidate = planned(nodes, fft_size)
+            plan = candidate[0]
+            if (plan.nodes, plan.fft_size) == (nodes, fft_size):
+                if plan_bytes(plan, batch) <= max_bytes:
+                    best = candidate
+                break
+    return layouts, best

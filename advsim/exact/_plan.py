@@ -128,13 +128,13 @@ def _step_sizes(mech):
 
 
 @eqx.filter_jit
-def _hulls(mech, counts, m0, steps, sigma, clip):
+def _hulls(mech, counts, m0, steps, sigma, clip, sds):
     """The noise-free hulls of the first `steps` steps (traced) and how far the noise
     reaches beyond them: [a_t, b_t] = the extremes of the drift's images of REACH_POINTS
     points of [a_{t-1}, b_{t-1}] (every count corner, canary or not); returns (the least
-    a_t - 12 s_t, the largest b_t + 12 s_t, with s_t the sd of the noise accumulated by
-    step t (sigma C per unit step), the first step where a move is not finite (0 if none),
-    and the point there)."""
+    a_t - sds s_t, the largest b_t + sds s_t, with s_t the sd of the noise accumulated by
+    step t (sigma C per unit step; `sds` is `NOISE_SDS` for the grid propagation), the
+    first step where a move is not finite (0 if none), and the point there)."""
     dtype = jnp.float64
 
     def body(t, carry):
@@ -154,7 +154,7 @@ def _hulls(mech, counts, m0, steps, sigma, clip):
         ys = jnp.where(finite[:, None], ys, xs[:, None])
         a, b = jnp.min(ys), jnp.max(ys)
         var = var + (eta * sigma * clip) ** 2
-        radius = NOISE_SDS * jnp.sqrt(var)
+        radius = sds * jnp.sqrt(var)
         return (a, b, var, jnp.minimum(low, a - radius), jnp.maximum(high, b + radius),
                 bad_t, bad_x)  # fmt: skip
 
@@ -179,8 +179,9 @@ def _host_values(mech):
     return etas, noise
 
 
-def _windows(mech) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Each group's count window: (first count, width)."""
+def _windows(mech, tail: float = WINDOW_TAIL) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Each group's count window: (first count, width), leaving out at most `tail` of
+    each binomial on each side."""
     counts = np.asarray(mech.data_counts()).reshape(-1)
     if counts.size == 0:
         return (), ()
@@ -194,8 +195,8 @@ def _windows(mech) -> tuple[tuple[int, ...], tuple[int, ...]]:
             lows.append(n if q >= 1.0 else 0)
             widths.append(1)
             continue
-        lo = max(0, int(scipy.stats.binom.ppf(WINDOW_TAIL, n, q)) - 1)
-        hi = min(n, int(scipy.stats.binom.isf(WINDOW_TAIL, n, q)) + 1)
+        lo = max(0, int(scipy.stats.binom.ppf(tail, n, q)) - 1)
+        hi = min(n, int(scipy.stats.binom.isf(tail, n, q)) + 1)
         lows.append(lo)
         widths.append(hi - lo + 1)
     if math.prod(widths) > MAX_COMPONENTS:
@@ -245,7 +246,7 @@ def _interval(mech, m0: float) -> tuple[float, float]:
     return a, b
 
 
-def _reach(mech, m0, k_lo, windows):
+def _reach(mech, m0, k_lo, windows, sds: float = NOISE_SDS):
     """A first interval for the grid: the hull of the drift's images of the previous hull
     (every count and canary component; noise-free), widened by 12 standard deviations of
     the noise accumulated as if the drift map had slope 1 (a constant field). A contracting
@@ -263,6 +264,7 @@ def _reach(mech, m0, k_lo, windows):
     low, high, bad_t, bad_x = _hulls(
         any_steps(mech), counts, jnp.float64(m0), jnp.int32(mech.steps),
         jnp.float64(float(mech.noise_multiplier)), jnp.float64(float(mech.clip_norm)),
+        jnp.float64(sds),
     )  # fmt: skip
     if int(bad_t) > 0:
         raise FloatingPointError(
@@ -272,13 +274,22 @@ def _reach(mech, m0, k_lo, windows):
     return float(low), float(high)
 
 
-def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None) -> Layout:
-    """The grid of one mechanism: spacing = the smallest step noise sd / `cells_per_sd`."""
+def layout(
+    mech,
+    cells_per_sd: float,
+    support: tuple[float, float] | None = None,
+    *,
+    sds: float = NOISE_SDS,
+    tail: float = WINDOW_TAIL,
+) -> Layout:
+    """The grid of one mechanism: spacing = the smallest step noise sd / `cells_per_sd`;
+    the automatic interval reaches `sds` accumulated noise sds beyond the drift's hull, the
+    count windows leave out at most `tail` of each binomial on each side."""
     check_scalar_law(mech)
     with jax.enable_x64(True):
         m0 = float(np.asarray(mech.init_model(), np.float64).reshape(()))
         etas, noise = _host_values(mech)
-        k_lo, windows = _windows(mech)
+        k_lo, windows = _windows(mech, tail)
         bps = np.asarray(mech.field_breakpoints(), np.float64).reshape(-1)
         if not np.all(np.isfinite(bps)):
             raise ValueError(f"{type(mech).__name__}.field_breakpoints() must be finite")
@@ -293,7 +304,7 @@ def layout(mech, cells_per_sd: float, support: tuple[float, float] | None = None
             lo = a
         else:
             if support is None:
-                lo, hi = _reach(mech, m0, k_lo, windows)
+                lo, hi = _reach(mech, m0, k_lo, windows, sds)
             else:
                 lo, hi = (float(v) for v in support)
                 if not (math.isfinite(lo) and math.isfinite(hi) and lo <= m0 <= hi):

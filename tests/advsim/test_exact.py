@@ -347,10 +347,14 @@ def test_accuracy_table():
 
 def test_beyond_the_resolution_the_result_says_so():
     # T = 100, q = 0.5, sigma = 1: the heuristic's exact 37.7 at delta = 1e-5 rests on
-    # out-world masses of about delta e^-37.7 ~ 4e-22, far below float64 rounding.
+    # out-world masses of about delta e^-37.7 ~ 4e-22, far below float64 rounding: the
+    # grid's value is beyond resolution_limit, so the laws are propagated in log space and
+    # the value is the heuristic's (Theorem 1 of arXiv:2410.06186), on one grid.
     assert resolution_limit(DELTA) == pytest.approx(math.log(1e9))
     law = last_iterate_epsilon(LinearProcess(100, 0.5, 1.0), DELTA, refinements=1)
-    assert not law.resolved and law.error == math.inf
+    assert law.log_space and law.resolved and law.epsilon > resolution_limit(DELTA)
+    assert law.epsilon == pytest.approx(heuristic_epsilon(DELTA, 100, 0.5, 1.0), rel=1e-3)
+    assert math.isnan(law.error)  # one grid: no refinement estimate
 
 
 def test_every_builtin_scalar_construction_has_the_capability():
