@@ -28,7 +28,13 @@ import numpy as np
 
 from advsim._mechanism import AbstractMechanism
 from advsim._validation import check_delta, check_in_interval, check_int
-from advsim.exact import DEFAULT_CELLS_PER_SD, check_scalar_law, grid_work, last_iterate_epsilon
+from advsim.exact import (
+    DEFAULT_CELLS_PER_SD,
+    check_scalar_law,
+    estimate_seconds,
+    grid_work,
+    last_iterate_epsilon,
+)
 
 __all__ = [
     "BESIDE_THREAD",
@@ -242,10 +248,14 @@ def _exact_or_note(
         if max_work is not None:
             work = grid_work(mechanism, cells_per_sd)
             if work > max_work:
+                seconds = estimate_seconds(
+                    mechanism, delta, cells_per_sd=cells_per_sd, refinements=refinements
+                )  # fmt: skip
                 return {**empty, "exact_note": (
-                    f"skipped: the exact engine's coarsest grid would be {work:.2g} nodes x "
-                    f"steps x count components ({mechanism.steps:,} steps; above max_work = "
-                    f"{max_work:.2g}: minutes of CPU); call advsim.exact.last_iterate_epsilon"
+                    f"skipped: predicted to take about {duration(seconds)} on 2 CPU cores "
+                    f"(advsim.exact.estimate_seconds; the coarsest grid would be {work:.2g} "
+                    f"nodes x steps x count components at {mechanism.steps:,} steps, above "
+                    f"max_work = {max_work:.2g}); call advsim.exact.last_iterate_epsilon"
                 )}  # fmt: skip
         result = last_iterate_epsilon(
             mechanism, delta, refinements=refinements, rtol=rtol, cells_per_sd=cells_per_sd,
@@ -273,6 +283,15 @@ def _exact_or_note(
         "exact_error_kind": result.error_kind,
         "exact_note": note,
     }
+
+
+def duration(seconds: float) -> str:
+    """A predicted duration in the unit a reader takes in: '40 s', '2.1 min', '12.8 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _message(err: BaseException) -> str:

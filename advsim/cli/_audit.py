@@ -285,6 +285,9 @@ def _format_notes(rows, exact: bool = False) -> list[str]:
             "n/a: no number; results.json says why (eps_lower_note, eps_point_note"
             + (", exact_note)" if exact else ")")
         )
+    skipped = [r for r in rows if (r.get("exact_note") or "").startswith("skipped: predicted")]
+    for r in skipped:
+        lines.append(f"exact at T = {r.get('steps')}: {r['exact_note']}")
     if any(r.get("assumption_rejected") for r in rows):
         lines.append(
             "REJECTED: the audit's assumption failed its check on the held-out runs; "

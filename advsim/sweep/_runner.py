@@ -459,11 +459,20 @@ def _run_pending(config, out, cells, pending, results, meta, progress, executor,
         dynamic_ncols=True,
     )
     last_table = time.monotonic()
+    said_skipped = False
 
     def finished(cell: Cell, result: dict) -> None:
-        nonlocal last_table
+        nonlocal last_table, said_skipped
         results[cell.cell_id] = write_cell(cells_dir, cell, result)
         bar.update(1)
+        note = result.get("exact_note") or ""
+        if progress and not said_skipped and note.startswith("skipped: predicted"):
+            said_skipped = True  # once a sweep: each cell's own estimate is in exact_note
+            tqdm.write(
+                f"sweep: the exact column of cell {cell.cell_id} "
+                f"{describe(cell.params, config.swept)} was {note} (the same for any later "
+                "cell so long: see exact_note)"
+            )
         if on_cell is not None:
             on_cell(table_rows(config, [cell], results)[0], True)
         if time.monotonic() - last_table > 10.0:

@@ -212,8 +212,29 @@ def test_a_grid_too_long_to_propagate_is_skipped_with_a_note(engine_calls):
     mech = LinearProcess(steps=2, sampling_prob=0.5, noise_multiplier=2.0)
     cols = experiment.exact_columns(mech, DELTA, max_work=10)
     assert cols["exact_epsilon"] is None and engine_calls == []
-    assert cols["exact_note"].startswith("skipped: the exact engine's coarsest grid would be")
+    assert cols["exact_note"].startswith("skipped: predicted to take about")
+    assert "the coarsest grid would be" in cols["exact_note"]
     assert "call advsim.exact.last_iterate_epsilon" in cols["exact_note"]
+
+
+def test_a_long_exact_column_says_its_predicted_time_and_the_audit_prints_it(engine_calls):
+    """T = 10^5 at the README's rates: `advsim.exact.estimate_seconds` predicts hours (the
+    engine's own cost model, planned on the host), so the column is skipped, says so with
+    the estimate, and `advsim audit`'s notes print it under the table."""
+    from advsim._exact_columns import duration
+    from advsim.cli._audit import _format_notes
+    from advsim.exact import estimate_seconds
+
+    mech = LinearProcess(steps=100_000, sampling_prob=0.01, noise_multiplier=0.6)
+    cols = experiment.exact_columns(mech, DELTA)
+    assert cols["exact_epsilon"] is None and engine_calls == []
+    hours = duration(estimate_seconds(mech, DELTA))
+    assert hours.endswith(" h") and float(hours.split()[0]) > 1
+    assert f"predicted to take about {hours}" in cols["exact_note"]
+    notes = _format_notes([{"steps": 100_000, "eps_lower": 1.0, "eps_point": 1.0,
+                            "guarantee": "rigorous", **cols}], exact=True)  # fmt: skip
+    assert f"exact at T = 100000: {cols['exact_note']}" in notes
+    assert duration(40) == "40 s" and duration(126) == "2.1 min" and duration(46080) == "12.8 h"
 
 
 def test_exact_columns_are_results_not_parameters():
@@ -291,3 +312,30 @@ def test_audit_no_exact_and_a_mechanism_without_the_capability(tmp_path, capsys)
     config["mechanism"]["dim"] = 1  # groups of identical examples: a scalar law
     assert _shows_exact(parse_config(config))
     assert not _shows_exact(parse_config({**config, "sweep": {"trials": 500, "exact": False}}))
+
+
+def test_a_sweep_says_once_that_a_long_exact_column_was_skipped(tmp_path, capsys, engine_calls):
+    """A bounds sweep over two cells of 10^5 steps: the exact column is skipped in both
+    with its predicted time, and the sweep says so once, naming the first cell."""
+    config = tmp_path / "long.toml"
+    config.write_text(
+        textwrap.dedent(f"""
+        [sweep]
+        mode = "bounds"
+        delta = {DELTA}
+        composition_discretization = 1e-2
+
+        [mechanism]
+        name = "linear"
+        steps = 100000
+        noise_multiplier = 2.0
+
+        [grid]
+        sampling_prob = [0.01, 0.02]
+    """)
+    )
+    rows = run_sweep(config, tmp_path / "out", progress=True)
+    assert engine_calls == []
+    assert all(r["exact_note"].startswith("skipped: predicted to take about") for r in rows)
+    said = [line for line in capsys.readouterr().out.splitlines() if "exact column" in line]
+    assert len(said) == 1 and "was skipped: predicted to take about" in said[0]
