@@ -202,7 +202,7 @@ def test_an_interrupt_python_ignores_is_delivered_again():
 
 
 _STUCK = """
-import ctypes, signal, sys
+import ctypes, signal, sys, threading, time
 from pathlib import Path
 from advsim._interrupt import undo_if_stopped
 from advsim.cli import _interrupt
@@ -213,8 +213,12 @@ with _interrupt.sigint_handling(lambda: "advsim sweep: interrupted; the line") a
     with undo_if_stopped(marker.touch):
         # The main thread in compiled code for 20 s (as in an XLA compilation): the
         # signal goes to another thread, and no bytecode runs in this one till it returns.
+        # "ready" is printed by a thread once the main thread is inside the C call, so the
+        # signal cannot reach a bytecode of the main thread before it.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        print("ready", flush=True)
+        threading.Thread(
+            target=lambda: (time.sleep(0.5), print("ready", flush=True)), daemon=True
+        ).start()
         ctypes.CDLL(None).sleep(20)
         print("returned", flush=True)
 """
