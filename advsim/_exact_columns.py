@@ -35,6 +35,7 @@ from advsim.exact import (
     grid_work,
     last_iterate_epsilon,
 )
+from advsim.exact._cost import duration
 
 __all__ = [
     "BESIDE_THREAD",
@@ -283,15 +284,6 @@ def _exact_or_note(
         "exact_error_kind": result.error_kind,
         "exact_note": note,
     }
-
-
-def duration(seconds: float) -> str:
-    """A predicted duration in the unit a reader takes in: '40 s', '2.1 min', '12.8 h'."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _message(err: BaseException) -> str:

@@ -115,7 +115,7 @@ def warn_if_slow(seconds: float, what: str, how: str, stacklevel: int = 4) -> No
     """Warn with `ExactCostWarning` when `seconds` exceeds `WARN_SECONDS`."""
     if seconds > WARN_SECONDS:
         warnings.warn(
-            f"{what} is predicted to take about {_duration(seconds)} on 2 CPU cores "
+            f"{what} is predicted to take about {duration(seconds)} on 2 CPU cores "
             f"(advsim.exact.estimate_seconds); {how}",
             ExactCostWarning,
             stacklevel=stacklevel,
@@ -140,7 +140,8 @@ def warn_if_slow_batch(mechs, buckets, nodes, delta, cells_per_sd, refinements, 
     )
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A predicted duration in the unit a reader takes in: '40 s', '3 min', '12.8 h'."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:

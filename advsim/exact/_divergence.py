@@ -178,15 +178,23 @@ def grid_epsilon(
     def excess(eps):
         return grid_delta(p, q, eps, atoms=atoms, xp=jnp) > delta
 
+    return bisect_epsilon(excess, EPS_MAX, p.dtype)
+
+
+def bisect_epsilon(excess, eps_max, dtype) -> Float[Array, ""]:
+    r"""The smallest $\varepsilon \in [0, \varepsilon_{\max}]$ with `excess(eps)` False
+    ($\delta(\varepsilon) \le \delta$), to `BISECTIONS` halvings, rounded up: 0 where
+    `excess(0)` is False, `+inf` where `excess(eps_max)` is True. Jittable."""
+
     def body(_, bounds):
         lo, hi = bounds
         mid = 0.5 * (lo + hi)
         above = excess(mid)
         return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
 
-    zero = jnp.zeros((), p.dtype)
-    lo, hi = jax.lax.fori_loop(0, BISECTIONS, body, (zero, zero + EPS_MAX))
-    return jnp.where(~excess(zero), 0.0, jnp.where(excess(zero + EPS_MAX), jnp.inf, hi))
+    zero = jnp.zeros((), dtype)
+    _, hi = jax.lax.fori_loop(0, BISECTIONS, body, (zero, zero + eps_max))
+    return jnp.where(~excess(zero), 0.0, jnp.where(excess(zero + eps_max), jnp.inf, hi))
 
 
 def grid_epsilon_host(p, q, delta: float, *, atoms: int = 0) -> float:

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import jax.scipy.stats.norm as jnorm
 from jaxtyping import Array, Float
 
-from advsim.exact._divergence import _grid_hockey_stick
+from advsim.exact._divergence import _grid_hockey_stick, bisect_epsilon
 from advsim.exact._propagate import _fields, _particles
 
 __all__ = ["LogPlan", "LogState", "advance_log", "log_grid_delta", "log_grid_epsilon"]
@@ -189,16 +189,7 @@ def log_grid_epsilon(log_p, log_q, delta, eps_max, *, atoms: int = 0, xp=jnp):
         return log_grid_delta(log_p, log_q, eps, atoms=atoms, xp=xp) > delta
 
     if xp is jnp:
-
-        def body(_, bounds):
-            lo, hi = bounds
-            mid = 0.5 * (lo + hi)
-            above = excess(mid)
-            return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
-
-        zero = jnp.zeros((), log_p.dtype)
-        _, hi = jax.lax.fori_loop(0, BISECTIONS, body, (zero, zero + eps_max))
-        return jnp.where(~excess(zero), 0.0, jnp.where(excess(zero + eps_max), jnp.inf, hi))
+        return bisect_epsilon(excess, eps_max, log_p.dtype)
     if not excess(0.0):
         return 0.0
     if excess(float(eps_max)):

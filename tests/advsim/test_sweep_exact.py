@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
-import advsim.experiment as experiment
 import advsim._exact_columns as _exact_columns
+import advsim.experiment as experiment
 from advsim.cli import main
 from advsim.cli._audit import _shows_exact
 from advsim.exact import GridTooLargeError, last_iterate_epsilon
@@ -221,9 +221,9 @@ def test_a_long_exact_column_says_its_predicted_time_and_the_audit_prints_it(eng
     """T = 10^5 at the README's rates: `advsim.exact.estimate_seconds` predicts hours (the
     engine's own cost model, planned on the host), so the column is skipped, says so with
     the estimate, and `advsim audit`'s notes print it under the table."""
-    from advsim._exact_columns import duration
     from advsim.cli._audit import _format_notes
     from advsim.exact import estimate_seconds
+    from advsim.exact._cost import duration
 
     mech = LinearProcess(steps=100_000, sampling_prob=0.01, noise_multiplier=0.6)
     cols = experiment.exact_columns(mech, DELTA)
@@ -234,7 +234,7 @@ def test_a_long_exact_column_says_its_predicted_time_and_the_audit_prints_it(eng
     notes = _format_notes([{"steps": 100_000, "eps_lower": 1.0, "eps_point": 1.0,
                             "guarantee": "rigorous", **cols}], exact=True)  # fmt: skip
     assert f"exact at T = 100000: {cols['exact_note']}" in notes
-    assert duration(40) == "40 s" and duration(126) == "2.1 min" and duration(46080) == "12.8 h"
+    assert duration(40) == "40 s" and duration(180) == "3 min" and duration(46080) == "12.8 h"
 
 
 def test_exact_columns_are_results_not_parameters():
