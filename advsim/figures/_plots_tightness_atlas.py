@@ -35,9 +35,11 @@ learning rate $\eta$, noise $\mathcal N(0, \sigma^2C^2)$ added to the summed gra
   $\sqrt T/\sigma$-GDP), loose in between.
 
 A cell whose exact epsilon exceeds what a float64 grid resolves
-(`advsim.exact.resolution_limit`, 20.7 at $\delta = 10^{-5}$; `exact_resolved` false) has
-no ratio (nan) and is drawn hatched grey ('n/r'); the figure file's noise multipliers keep
-all but one full-batch cell below it (its comments say why sigma differs by panel).
+(`advsim.exact.resolution_limit`, 20.7 at $\delta = 10^{-5}$) is computed again with
+log-masses (`advsim.exact.ExactEpsilon.log_space`; about 30 s a cell at T = 100); one the
+engine still does not resolve (`exact_resolved` false: epsilon above 2048) has no ratio
+(nan) and is drawn hatched grey ('n/r'). The figure file's noise multipliers keep all but
+one full-batch cell below the grid's limit (its comments say why sigma differs by panel).
 """
 
 from __future__ import annotations
