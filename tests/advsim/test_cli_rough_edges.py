@@ -354,13 +354,13 @@ def held(config, cell, **kwargs):
 
 runner.run_cell = held
 from advsim.cli import main
-sys.exit(main(["sweep", sys.argv[1], "--out", sys.argv[4], "--resume", "--quiet"]))
+sys.exit(main(["sweep", sys.argv[1], "--out", sys.argv[4], "--quiet"]))
 """
 
 
 @pytest.mark.slow  # 20-25 s: two processes start jax
 def test_concurrent_resume_is_refused_by_the_lock(tmp_path, capsys):
-    """Two `--resume` runs of one folder at once: the second is refused at once, naming
+    """A sweep and a `--resume` run of its folder at once: the second is refused at once, naming
     the folder and the first's process; the first finishes alone, and run.json records
     one run, finished."""
     cfg, out = tmp_path / "s.toml", tmp_path / "out"

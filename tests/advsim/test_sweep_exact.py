@@ -100,8 +100,10 @@ def test_class_path_sweep_has_the_exact_column_below_composition(tmp_path, cubic
     with open(out / "results.csv") as f:
         table = list(csv.DictReader(f))
     header = list(table[0])
-    at = header.index("full_batch")  # beside the bounds
-    assert header[at + 1 : at + 4] == ["exact_epsilon", "exact_error", "exact_error_kind"]
+    at = header.index("full_batch")  # beside the bounds, after what the last one assumes
+    assert header[at + 1 : at + 5] == [
+        "full_batch_assumes", "exact_epsilon", "exact_error", "exact_error_kind"
+    ]  # fmt: skip
     assert [float(r["exact_epsilon"]) for r in table] == [r["exact_epsilon"] for r in rows]
 
 
