@@ -49,6 +49,7 @@ __all__ = [
     "count_samplers",
     "crafted_run",
     "default_chunk_size",
+    "engine_programs",
     "simulate",
     "simulate_world",
     "simulation_devices",
@@ -480,24 +481,18 @@ def _jaxpr_text(fn, *args) -> tuple | None:
     return str(jaxpr.jaxpr), consts, repr(static)
 
 
-def _same_program(fn, mechanism, *args) -> bool:
-    """Whether `fn(mechanism, *args)` traces to the same program at the mechanism's T and
-    at `STEPS_PLACEHOLDER`."""
-    here = _jaxpr_text(fn, mechanism, *args)
-    return here is not None and here == _jaxpr_text(fn, _placeholder(mechanism), *args)
-
-
-def steps_readers(
-    mechanism: AbstractMechanism, adversary: AbstractAdversary | None = None
-) -> tuple[str, ...]:
-    """The methods the engine calls whose traced program reads `mechanism.steps` (T as a
-    shape, a constant or a Python branch), by name (`"ClassName.method"`); empty where
-    one program serves every T (`any_steps_supported`).
-
-    Each method is traced (no compilation) at the mechanism's T and at
-    `STEPS_PLACEHOLDER`, and named when the two programs differ.
-    """
-    model, t, present, counts, noise = _probe_args(mechanism)
+def engine_programs(
+    mechanism: AbstractMechanism,
+    adversary: AbstractAdversary | None = None,
+    like: AbstractMechanism | None = None,
+) -> dict[str, tuple | None]:
+    """The traced program (`_jaxpr_text`: the jaxpr with its constants; None where it
+    cannot be traced) of every method the engine calls, by name (`"ClassName.method"`,
+    the adversary's `score` included when one is given), at the argument shapes of `like`
+    (default: `mechanism` itself). Two mechanisms whose programs are equal here run the
+    same computation; comparing them names the methods that read what differs between
+    them (`steps_readers`: T; `advsim.testing.check_mechanism`: a float field)."""
+    model, t, _, _, _ = _probe_args(mechanism if like is None else like)
     calls = {
         "init_model": (lambda m: m.init_model(),),
         "canary_gradient": (lambda m, x, s: m.canary_gradient(x, s), model, t),
@@ -514,18 +509,29 @@ def steps_readers(
     if isinstance(mechanism, AbstractProjected):
         calls["project"] = (lambda m, x: m.project(x), model)
     name = type(mechanism).__name__
-    out = [
-        f"{name}.{k}" for k, (fn, *args) in calls.items() if not _same_program(fn, mechanism, *args)
-    ]
+    out = {f"{name}.{k}": _jaxpr_text(fn, mechanism, *args) for k, (fn, *args) in calls.items()}
     if adversary is not None:
 
         def score(m, a, x):
             return a.score(m, x)
 
-        if not _same_program(score, mechanism, adversary, model):
-            out.append(f"{type(adversary).__name__}.score")
-    del present, counts, noise
-    return tuple(out)
+        out[f"{type(adversary).__name__}.score"] = _jaxpr_text(score, mechanism, adversary, model)
+    return out
+
+
+def steps_readers(
+    mechanism: AbstractMechanism, adversary: AbstractAdversary | None = None
+) -> tuple[str, ...]:
+    """The methods the engine calls whose traced program reads `mechanism.steps` (T as a
+    shape, a constant or a Python branch), by name (`"ClassName.method"`); empty where
+    one program serves every T (`any_steps_supported`).
+
+    Each method is traced (no compilation) at the mechanism's T and at
+    `STEPS_PLACEHOLDER`, and named when the two programs differ.
+    """
+    here = engine_programs(mechanism, adversary)
+    there = engine_programs(_placeholder(mechanism), adversary, like=mechanism)
+    return tuple(k for k, text in here.items() if text is None or text != there[k])
 
 
 #: `any_steps_supported`'s answers by structure (`_structure`), at most `_MAX_CHECKED`.

@@ -109,9 +109,14 @@ other mechanism (a classmethod factory such as `LinearProcess.with_data` include
 Cells with the same shapes (same T, same dimensions) share one compiled simulation: the
 mechanisms keep their numeric hyperparameters as traced arrays, so `advsim.simulate`
 compiles once per shape, and every cell's trials run through the same chunked,
-device-sharded runner. Cells are independent, so they can also run on a Ray cluster
-(`executor="ray"`) into the same folder layout: a sweep started locally can be resumed on a
-cluster and vice versa.
+device-sharded runner. A class of your own that keeps a float hyperparameter as a plain
+Python float (jit treats it as static) compiles again for each of its values: before its
+first cell, a sweep whose cells give such a field more than one value warns, once per
+mechanism class (`RecompileWarning`, naming the fields and the fix:
+`self.alpha = as_traced_float("alpha", alpha, check_finite)`, from `advsim.validation`;
+`advsim.testing.check_mechanism` reports the same fields). Cells are independent, so they
+can also run on a Ray cluster (`executor="ray"`) into the same folder layout: a sweep
+started locally can be resumed on a cluster and vice versa.
 
 Example:
     >>> from advsim.sweep import parse_config
@@ -123,6 +128,7 @@ Example:
     [1, 3]
 """
 
+from advsim._static_floats import RecompileWarning
 from advsim.sweep._classes import (
     ADVERSARY_ALIASES,
     MECHANISM_ALIASES,
@@ -148,6 +154,7 @@ __all__ = [
     "AUDIT_COLUMNS",
     "BOUNDS_COLUMNS",
     "MECHANISM_ALIASES",
+    "RecompileWarning",
     "TIME_COLUMNS",
     "Alias",
     "CalibrationError",

@@ -24,8 +24,10 @@ lets hypothesis search the parameter space for a violation:
   `assert_exact_below` and the Neyman-Pearson adversary `ExactLikelihoodScore`;
 - the contract every mechanism and adversary satisfies, as checks to run on a user's own
   class: `check_mechanism` (shapes, the engine's clipping to lr * C, accounting, one
-  compiled program for every T (`steps_readers` names the methods that read T),
-  determinism, finite scores, chunk-size invariance) and `check_adversary` (craft, shapes,
+  compiled program for every T (`steps_readers` names the methods that read T), no float
+  field that jit treats as static (a warning, `advsim.sweep.RecompileWarning`, naming the
+  field and the fix), determinism, finite scores, chunk-size invariance) and
+  `check_adversary` (craft, shapes,
   one scalar score per run, determinism, finite scores, the sign: higher means "canary
   in"), which raise an AssertionError naming the check that failed (`MECHANISM_CHECKS`,
   `ADVERSARY_CHECKS` and `SIGN_LEVEL` name the checks and the sign test's level);

@@ -19,6 +19,13 @@ Mechanism checks (`MECHANISM_CHECKS`):
   (`steps_readers`: each is traced at the mechanism's T and at another, and the two
   programs compared), so `simulate` runs every T in one compiled program; a class that
   reads T by design passes when it says why (`reads_steps`);
+- `"static_floats"`: no float field is a plain Python float, which jit treats as static
+  (each is set to a second value, 1.37 x + 0.1, and the traced programs of the methods the
+  engine calls, and jit's key, compared with the first), so a sweep over it compiles once
+  rather than once per value. Such a mechanism computes the right numbers, only slowly,
+  so this check warns rather than fails: a `RecompileWarning` (`advsim.sweep`) naming each
+  field, the methods that read it and the fix, `as_traced_float`. Where warnings are
+  errors (pytest's `filterwarnings = error`) it fails like the others;
 - `"determinism"`: the same key gives identical scores, another key different ones;
 - `"finite"`: every score is finite, one per run;
 - `"chunking"`: the scores do not depend on the chunk size, bit for bit: one block per
@@ -45,6 +52,7 @@ A mechanism with `requires_x64` needs `jax_enable_x64` set before the check.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
@@ -56,6 +64,7 @@ import scipy.stats
 import advsim
 from advsim import AbstractAdversary, AbstractMechanism, Scores
 from advsim._simulate import check_shapes, steps_readers
+from advsim._static_floats import RecompileWarning, recompile_advice, recompiling_floats
 from advsim.adversaries import ProjectionScore
 
 __all__ = [
@@ -71,6 +80,7 @@ MECHANISM_CHECKS = (
     "clipping",
     "accounting",
     "one_program",
+    "static_floats",
     "determinism",
     "finite",
     "chunking",
@@ -237,6 +247,22 @@ def _check_one_program(mechanism: AbstractMechanism, adversary: AbstractAdversar
         )
 
 
+def _check_static_floats(mechanism: AbstractMechanism, adversary: AbstractAdversary) -> None:
+    """Warns (`RecompileWarning`, at the caller of `check_mechanism`) naming each float
+    field that changes the compiled program, and the methods that read it."""
+    found = recompiling_floats(mechanism, adversary)
+    if found:
+        notes = {
+            f.path: f"= {f.value!r}, read by {', '.join(f.readers)}"
+            if f.readers
+            else f"= {f.value!r}, read by no method the engine calls, yet part of jit's key"
+            for f in found
+        }
+        message = recompile_advice(type(mechanism).__name__, [f.path for f in found], notes)
+        # stacklevel: here, the check's lambda, _run_checks, check_mechanism, its caller.
+        warnings.warn(message, RecompileWarning, stacklevel=5)
+
+
 def _check_determinism(runs: _Runs, distinct: bool) -> None:
     first, again = runs(runs.seed), runs.fresh(runs.seed)
     for world in ("canary_in", "canary_out"):
@@ -294,6 +320,12 @@ def check_mechanism(
             per device).
         seed: the integer seed of the simulations (`seed + 1` gives the other key).
 
+    Warns:
+        RecompileWarning: (`advsim.sweep.RecompileWarning`) the `"static_floats"` check's
+            finding: float fields stored as plain Python floats, named with the fix. Not
+            a failure (the numbers are right; each value only compiles its own program),
+            unless warnings are errors.
+
     Raises:
         AssertionError: naming the mechanism, the failed check and what was found.
         ValueError: an unknown check name.
@@ -307,6 +339,7 @@ def check_mechanism(
     table = {
         "shapes": lambda: _check_mechanism_shapes(mechanism),
         "one_program": lambda: _check_one_program(mechanism, adversary),
+        "static_floats": lambda: _check_static_floats(mechanism, adversary),
         "clipping": lambda: _check_clipping(mechanism),
         "accounting": lambda: _check_accounting(mechanism),
         "determinism": lambda: _check_determinism(runs, distinct=True),
