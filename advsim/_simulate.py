@@ -7,7 +7,6 @@ decide which runs are computed together.
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from typing import NamedTuple
@@ -28,16 +27,32 @@ from advsim._binomial import (
     binomial_window,
 )
 from advsim._dpsgd import (
-    any_steps_draws,
-    dpsgd_update,
-    gathers_sampled_examples,
     run_any_steps_lanes,
     run_mechanism,
 )
-from advsim._limits import MAX_SEED, check_chunk_size, check_trials
-from advsim._mechanism import AbstractMechanism, AbstractPerExampleData, AbstractProjected
+from advsim._engine_checks import (  # noqa: F401 (re-exported)
+    _CHECKED,
+    _check_shapes_once,
+    _check_x64,
+    _dims,
+    _structure,
+    check_shapes,
+)
+from advsim._engine_programs import (  # noqa: F401 (re-exported)
+    STEPS_PLACEHOLDER,
+    _jaxpr_text,
+    _placeholder,
+    _probe,
+    _probe_args,
+    any_steps_supported,
+    engine_programs,
+    steps_readers,
+)
+from advsim._keys import as_key
+from advsim._limits import check_chunk_size, check_trials
+from advsim._mechanism import AbstractMechanism
 from advsim._scores import NonFiniteScoresError, Scores
-from advsim._streams import SEGMENT_STEPS, in_segments, range_supported
+from advsim._streams import SEGMENT_STEPS, in_segments
 
 __all__ = [
     "BINOMIAL_METHODS",
@@ -71,222 +86,6 @@ BINOMIAL_METHODS = ("table", "jax", "normal_approx")
 #: A group is drawn from an exact table when n min(q, 1 - q) >= this: where
 #: `jax.random.binomial` leaves inversion for its slower rejection sampler.
 TABLE_MIN_MEAN = 10.0
-
-
-def as_key(key) -> jax.Array:
-    """A typed PRNG key from a `jax.random.key`, raw uint32 key data of shape (2,), or an
-    integer seed in [0, 2**64).
-
-    Seed s becomes the threefry2x32 key (jax's default implementation) with data
-    `[s >> 32, s & 0xFFFFFFFF]`: the key `jax.random.key(s)` gives for s < 2**32 (in any
-    mode) and for s < 2**63 with `jax_enable_x64`; without x64, `jax.random.key` keeps
-    only the low 32 bits (seed 2**32 would collide with seed 0), and from 2**63 on it
-    overflows, while here the same seed gives the same key in either mode up to
-    2**64 - 1. Distinct seeds give distinct keys; negative seeds and seeds >= 2**64 are
-    refused (a ValueError naming `key` and the range), not folded silently.
-
-    Raises:
-        TypeError: not a key or an integer.
-        ValueError: an integer seed outside [0, 2**64).
-
-    Example:
-        >>> import jax
-        >>> bool((jax.random.key_data(as_key(2**40 + 7)) == jax.numpy.array([256, 7])).all())
-        True
-    """
-    if isinstance(key, bool) or key is None or isinstance(key, str):
-        raise TypeError(f"key must be a jax PRNG key or an integer seed, got {key!r}")
-    if isinstance(key, int | np.integer):
-        seed = int(key)
-        if not 0 <= seed <= MAX_SEED:
-            raise ValueError(
-                f"key must be a jax PRNG key or an integer seed in [0, 2**64 - 1], got {seed}"
-            )
-        if seed < 2**32:  # exactly jax.random.key(seed), in either mode
-            return jax.random.key(seed)
-        data = np.array([seed >> 32, seed & 0xFFFFFFFF], np.uint32)
-        return jax.random.wrap_key_data(jnp.asarray(data), impl="threefry2x32")
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return key
-    if key.dtype == jnp.uint32 and key.shape == (2,):
-        return jax.random.wrap_key_data(key)
-    raise TypeError(f"key must be a jax PRNG key or an integer seed, got {key!r}")
-
-
-def _check_x64(mechanism: AbstractMechanism) -> None:
-    if type(mechanism).requires_x64 and not jax.config.jax_enable_x64:
-        raise RuntimeError(
-            f"{type(mechanism).__name__} needs float64: enable it with "
-            "jax.config.update('jax_enable_x64', True) before building the mechanism"
-        )
-
-
-def _shape_text(value) -> str:
-    """`shape (2,)`, or what was returned in place of an array."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return f"shape {tuple(value.shape)}"
-    if isinstance(value, int | float | bool | np.generic):
-        return "shape ()"
-    return f"a {type(value).__name__}, not an array"
-
-
-def _expect_shape(value, expected: tuple, where: str, meaning: str) -> None:
-    """Raises the ValueError naming `where` when `value` is not an array of shape `expected`."""
-    found = _shape_text(value)
-    if found != f"shape {expected}":
-        raise ValueError(f"{where} returned {found}; expected shape {expected} ({meaning})")
-
-
-def _traced(obj, method: str, *args):
-    """The shape and dtype of `obj.method(*args)`, traced (`eqx.filter_eval_shape`: no
-    compilation, no FLOPs); an error raised inside the method is tagged with its name."""
-    try:
-        return eqx.filter_eval_shape(lambda o, *a: getattr(o, method)(*a), obj, *args)
-    except Exception as err:
-        err.add_note(f"raised while tracing {type(obj).__name__}.{method}")
-        raise
-
-
-def _check_model_shapes(mechanism: AbstractMechanism):
-    """Checks every method the engine's step calls; returns the model's shape and dtype."""
-    name = type(mechanism).__name__
-    model = _traced(mechanism, "init_model")
-    if not hasattr(model, "shape") or len(model.shape) != 1 or model.shape[0] < 1:
-        raise ValueError(
-            f"{name}.init_model returned {_shape_text(model)}; expected shape (d,) (the "
-            "model as a vector of d >= 1 coordinates)"
-        )
-    if not jnp.issubdtype(model.dtype, jnp.floating):
-        raise ValueError(f"{name}.init_model returned dtype {model.dtype}; expected a float dtype")
-    counts = _traced(mechanism, "data_counts")
-    if not hasattr(counts, "shape") or len(counts.shape) != 1:
-        raise ValueError(
-            f"{name}.data_counts returned {_shape_text(counts)}; expected shape (g,) "
-            "(one count per group of examples)"
-        )
-    d, t = model.shape, jax.ShapeDtypeStruct((), jnp.int32)
-    same = "the model's shape"
-    # (method, arguments, expected shape, what the shape means)
-    calls = [
-        ("canary_gradient", (model, t), d, same),
-        ("data_gradients", (model, t), (counts.shape[0], *d), "a model-shaped row per group"),
-        ("regularizer_gradient", (model, t), d, same),
-        ("step_size", (t,), (), "a scalar"),
-    ]
-    if gathers_sampled_examples(mechanism):
-        size = mechanism.max_batch_size
-        index = jax.ShapeDtypeStruct((size,), jnp.int32)
-        calls.append(
-            ("example_gradients", (model, index, t), (size, *d), "a model-shaped row per index")
-        )
-    if isinstance(mechanism, AbstractProjected):
-        calls.append(("project", (model,), d, same))
-    for method, args, expected, meaning in calls:
-        _expect_shape(_traced(mechanism, method, *args), expected, f"{name}.{method}", meaning)
-    return model
-
-
-def _check_shapes_once(mechanism, adversary, release: str) -> None:
-    model = _check_model_shapes(mechanism)
-    expected = model.shape if release == "last" else (mechanism.steps + 1, *model.shape)
-    out = eqx.filter_eval_shape(
-        lambda m, k: run_mechanism(m, True, key=k, release=release),
-        mechanism,
-        jax.random.key(0),
-    )
-    where = f"run_mechanism({type(mechanism).__name__}, release={release!r})"
-    _expect_shape(out, expected, where, "the release: m_T, or m_0, ..., m_T for 'all'")
-    if adversary is not None:
-        score = _traced(adversary, "score", mechanism, out)
-        _expect_shape(score, (), f"{type(adversary).__name__}.score", "one scalar score per run")
-
-
-#: Structures whose shapes `check_shapes` has already checked (see `_structure`), at most
-#: `_MAX_CHECKED` of them (then it starts again).
-_CHECKED: set = set()
-_MAX_CHECKED = 4096
-
-
-def _structure(*objs) -> tuple | None:
-    """What the shapes depend on: the pytree structure (static fields included), the shape
-    and dtype of every array leaf and the value of every other leaf; None when unhashable."""
-    leaves, treedef = jax.tree.flatten(objs)
-    parts = tuple(
-        (tuple(x.shape), str(x.dtype)) if eqx.is_array(x) else (type(x), x) for x in leaves
-    )
-    key = (treedef, parts, bool(jax.config.jax_enable_x64))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def check_shapes(
-    mechanism: AbstractMechanism,
-    adversary: AbstractAdversary | None = None,
-    release: str = "last",
-) -> None:
-    """Checks, before any run, the shapes the engine assumes of a (crafted) mechanism and
-    of an adversary's score.
-
-    Every method is traced with `eqx.filter_eval_shape` (no compilation, no FLOPs):
-    `init_model()` is a float vector of shape (d,); `canary_gradient(m, t)` and
-    `regularizer_gradient(m, t)` have shape (d,); `data_counts()` has shape (g,) and
-    `data_gradients(m, t)` shape (g, d) (for an `AbstractPerExampleData` mechanism whose
-    engine gathers the sampled examples, `example_gradients` too); `step_size(t)` is a
-    scalar; `project(m)` (an `AbstractProjected` mechanism) has shape (d,); the release is
-    (d,) or, for `release="all"`, (T + 1, d); `adversary.score(mechanism, release)` is
-    one scalar, shape (). A structure that passed (the same classes, static fields and
-    array shapes) is not traced again.
-
-    Args:
-        mechanism: the mechanism the engine runs (after the adversary's `craft`).
-        adversary: scores the release; None checks the mechanism alone.
-        release: "last" or "all", as in `simulate`.
-
-    Raises:
-        ValueError: naming the method, the shape it returned and the shape expected.
-
-    Example:
-        >>> import jax.numpy as jnp
-        >>> from advsim import AbstractAdversary
-        >>> from advsim.mechanisms import LinearProcess
-        >>> class Both(AbstractAdversary):
-        ...     def score(self, mechanism, release):
-        ...         return jnp.stack([release[0], -release[0]])
-        >>> check_shapes(LinearProcess(10, 0.1, 1.0), Both())
-        Traceback (most recent call last):
-        ...
-        ValueError: Both.score returned shape (2,); expected shape () (one scalar score per run)
-    """
-    key = _structure(mechanism, adversary, release)
-    if key is not None and key in _CHECKED:
-        return
-    _check_shapes_once(mechanism, adversary, release)
-    if key is not None:
-        if len(_CHECKED) >= _MAX_CHECKED:
-            _CHECKED.clear()
-        _CHECKED.add(key)
-
-
-#: `_dims` of the mechanisms seen last (by identity, each kept alive while it is here).
-_DIMS: dict[int, tuple] = {}
-
-
-def _dims(mechanism: AbstractMechanism) -> tuple[int, int]:
-    """(d, g): the model's size and the number of data groups, traced once per mechanism
-    (`simulate` asks for them several times while laying out its chunks)."""
-    hit = _DIMS.get(id(mechanism))
-    if hit is not None and hit[0] is mechanism:
-        return hit[1], hit[2]
-    d = int(np.prod(jax.eval_shape(mechanism.init_model).shape))
-    g = int(jax.eval_shape(mechanism.data_counts).shape[0])
-    if len(_DIMS) >= 64:
-        _DIMS.clear()
-    _DIMS[id(mechanism)] = (mechanism, d, g)
-    return d, g
 
 
 def _bytes_per_run(
@@ -428,167 +227,6 @@ def default_chunk_size(mechanism: AbstractMechanism, release: str = "last") -> i
     block = block_size(mechanism, release, any_steps)
     devices = simulation_devices(mechanism, release, block, any_steps)
     return _blocks_per_device(mechanism, release, devices, block, any_steps) * block * len(devices)
-
-
-#: The `steps` the one program for every T sees in place of a run's T (`_placeholder`):
-#: any valid T would do, since `any_steps_supported` holds only where the program does not
-#: depend on it.
-STEPS_PLACEHOLDER = 1_000_003
-
-
-def _placeholder(mechanism: AbstractMechanism) -> AbstractMechanism:
-    """`mechanism` with `STEPS_PLACEHOLDER` for its (static) steps: every T of a mechanism
-    then has one pytree structure, and one compiled program."""
-    params = copy.copy(mechanism.params)
-    object.__setattr__(params, "steps", STEPS_PLACEHOLDER)
-    return eqx.tree_at(lambda m: m.params, mechanism, params)
-
-
-def _probe(mechanism, adversary, model, t, present, counts, noise):
-    """Everything a run's program asks of the mechanism and the adversary but T itself."""
-    m0 = mechanism.init_model()
-    m1 = dpsgd_update(mechanism, model, t, present, counts, noise)
-    score = None if adversary is None else adversary.score(mechanism, m1)
-    return m0, m1, score, mechanism.canary_schedule.mask(t), mechanism.data_counts()
-
-
-def _probe_args(mechanism) -> tuple:
-    """Shapes of the probe's traced arguments: m, t, the canary's presence, counts, noise."""
-    d, _ = _dims(mechanism)
-    model = jax.eval_shape(mechanism.init_model)
-    counts = jax.eval_shape(mechanism.data_counts)
-    if isinstance(mechanism, AbstractPerExampleData) and mechanism.batching == "poisson":
-        counts = jax.ShapeDtypeStruct(counts.shape, jnp.int32)
-    return (
-        model,
-        jax.ShapeDtypeStruct((), jnp.int32),
-        jax.ShapeDtypeStruct((), jnp.bool_),
-        counts,
-        jax.ShapeDtypeStruct((d,), model.dtype),
-    )
-
-
-def _jaxpr_text(fn, *args) -> tuple | None:
-    """`fn(*args)`'s jaxpr as text with its constants (arrays and ShapeDtypeStructs traced,
-    the rest static); None when it cannot be traced."""
-    try:
-        jaxpr, _, static = eqx.filter_make_jaxpr(fn)(*args)
-    except Exception:  # noqa: BLE001 (a method that cannot run at the placeholder's T)
-        return None
-    consts = tuple(
-        (np.asarray(c).tobytes(), str(np.asarray(c).dtype), np.shape(c)) for c in jaxpr.consts
-    )
-    return str(jaxpr.jaxpr), consts, repr(static)
-
-
-def engine_programs(
-    mechanism: AbstractMechanism,
-    adversary: AbstractAdversary | None = None,
-    like: AbstractMechanism | None = None,
-) -> dict[str, tuple | None]:
-    """The traced program (`_jaxpr_text`: the jaxpr with its constants; None where it
-    cannot be traced) of every method the engine calls, by name (`"ClassName.method"`,
-    the adversary's `score` included when one is given), at the argument shapes of `like`
-    (default: `mechanism` itself). Two mechanisms whose programs are equal here run the
-    same computation; comparing them names the methods that read what differs between
-    them (`steps_readers`: T; `advsim.testing.check_mechanism`: a float field)."""
-    model, t, _, _, _ = _probe_args(mechanism if like is None else like)
-    calls = {
-        "init_model": (lambda m: m.init_model(),),
-        "canary_gradient": (lambda m, x, s: m.canary_gradient(x, s), model, t),
-        "data_gradients": (lambda m, x, s: m.data_gradients(x, s), model, t),
-        "data_counts": (lambda m: m.data_counts(),),
-        "regularizer_gradient": (lambda m, x, s: m.regularizer_gradient(x, s), model, t),
-        "step_size": (lambda m, s: m.step_size(s), t),
-        "canary_schedule.mask": (lambda m, s: m.canary_schedule.mask(s), t),
-    }
-    if gathers_sampled_examples(mechanism):
-        index = jax.ShapeDtypeStruct((mechanism.max_batch_size,), jnp.int32)
-        calls["example_gradients"] = (lambda m, x, i, s: m.example_gradients(x, i, s), model,
-                                      index, t)  # fmt: skip
-    if isinstance(mechanism, AbstractProjected):
-        calls["project"] = (lambda m, x: m.project(x), model)
-    name = type(mechanism).__name__
-    out = {f"{name}.{k}": _jaxpr_text(fn, mechanism, *args) for k, (fn, *args) in calls.items()}
-    if adversary is not None:
-
-        def score(m, a, x):
-            return a.score(m, x)
-
-        out[f"{type(adversary).__name__}.score"] = _jaxpr_text(score, mechanism, adversary, model)
-    return out
-
-
-def steps_readers(
-    mechanism: AbstractMechanism, adversary: AbstractAdversary | None = None
-) -> tuple[str, ...]:
-    """The methods the engine calls whose traced program reads `mechanism.steps` (T as a
-    shape, a constant or a Python branch), by name (`"ClassName.method"`); empty where
-    one program serves every T (`any_steps_supported`).
-
-    Each method is traced (no compilation) at the mechanism's T and at
-    `STEPS_PLACEHOLDER`, and named when the two programs differ.
-    """
-    here = engine_programs(mechanism, adversary)
-    there = engine_programs(_placeholder(mechanism), adversary, like=mechanism)
-    return tuple(k for k, text in here.items() if text is None or text != there[k])
-
-
-#: `any_steps_supported`'s answers by structure (`_structure`), at most `_MAX_CHECKED`.
-_ANY_STEPS: dict = {}
-#: The probe's program at `STEPS_PLACEHOLDER`, by structure: the same for every T of a
-#: mechanism, so a sweep over T traces it once.
-_PLACEHOLDER_PROBES: dict = {}
-
-
-def _placeholder_probe(mechanism, adversary, args) -> tuple | None:
-    placeholder = _placeholder(mechanism)
-    key = _structure(placeholder, adversary, args)
-    if key is not None and key in _PLACEHOLDER_PROBES:
-        return _PLACEHOLDER_PROBES[key]
-    text = _jaxpr_text(_probe, placeholder, adversary, *args)
-    if key is not None:
-        if len(_PLACEHOLDER_PROBES) >= _MAX_CHECKED:
-            _PLACEHOLDER_PROBES.clear()
-        _PLACEHOLDER_PROBES[key] = text
-    return text
-
-
-def any_steps_supported(
-    mechanism: AbstractMechanism, adversary: AbstractAdversary | None, release: str = "last"
-) -> bool:
-    """Whether `simulate` runs `mechanism` (scored by `adversary`) in the one compiled
-    program that serves every T (`advsim._dpsgd.run_any_steps`, T a traced value), rather
-    than in a program compiled for its T.
-
-    It does where the release is the last model, its randomness can be drawn range by
-    range (`any_steps_draws`: no Poisson-sampled groups; the default threefry generator)
-    and nothing the program computes reads T: the traced program of every method the
-    engine calls (`init_model`, `canary_gradient`, `data_gradients`, `data_counts`,
-    `regularizer_gradient`, `step_size`, `project`, the canary schedule's mask) and of the
-    adversary's `score` is the same, constants included, for the mechanism's T and for
-    `STEPS_PLACEHOLDER`. So the one program is used only where it computes exactly what
-    the T-specific program would. A mechanism whose methods read `mechanism.steps` (as a
-    shape, a constant or a Python branch) still runs, compiled once per T;
-    `advsim.testing.check_mechanism` says so.
-    """
-    if release != "last":
-        return False
-    key = _structure(mechanism, adversary, "any_steps")
-    if key is not None and key in _ANY_STEPS:
-        return _ANY_STEPS[key]
-    answer = any_steps_draws(mechanism) and range_supported(
-        jax.eval_shape(mechanism.init_model).dtype
-    )
-    if answer:
-        args = _probe_args(mechanism)
-        here = _jaxpr_text(_probe, mechanism, adversary, *args)
-        answer = here is not None and here == _placeholder_probe(mechanism, adversary, args)
-    if key is not None:
-        if len(_ANY_STEPS) >= _MAX_CHECKED:
-            _ANY_STEPS.clear()
-        _ANY_STEPS[key] = answer
-    return answer
 
 
 class _Layout(NamedTuple):

@@ -110,11 +110,11 @@ Cells with the same shapes (same T, same dimensions) share one compiled simulati
 mechanisms keep their numeric hyperparameters as traced arrays, so `advsim.simulate`
 compiles once per shape, and every cell's trials run through the same chunked,
 device-sharded runner. A class of your own that keeps a float hyperparameter as a plain
-Python float (jit treats it as static) compiles again for each of its values: before its
-first cell, a sweep whose cells give such a field more than one value warns, once per
-mechanism class (`RecompileWarning`, naming the fields and the fix:
-`self.alpha = as_traced_float("alpha", alpha, check_finite)`, from `advsim.validation`;
-`advsim.testing.check_mechanism` reports the same fields). Cells are independent, so they
+Python float (jit treats it as static) compiles again for each of its values: reading a
+config whose cells give such a field more than one value warns, once per mechanism class
+(`RecompileWarning`, naming the fields and the fix: `self.alpha = as_traced_float("alpha",
+alpha, check_finite)`, from `advsim.validation`; `advsim.testing.check_mechanism` reports
+the same fields). Cells are independent, so they
 can also run on a Ray cluster (`executor="ray"`) into the same folder layout: a sweep
 started locally can be resumed on a cluster and vice versa.
 

@@ -48,6 +48,7 @@ from advsim.audits._base import SIDES
 from advsim.experiment import EXACT_REFINEMENTS, check_streaming_options, default_audit_method
 from advsim.sweep._checks import CellError, check_cell
 from advsim.sweep._classes import Plugin, resolve
+from advsim.sweep._recompile import StaticFloatsSeen
 
 __all__ = [
     "Cell",
@@ -676,6 +677,7 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     required = [k for k in plugin.required if k != "noise_multiplier"]
     swept = config.swept
     ids = {}
+    static_floats = StaticFloatsSeen(config.mode, config.exact)
     for cell in cells:
         same = canon(_by_value(_unset_defaults(cell.params)))
         if same in ids:
@@ -709,6 +711,8 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
             raise
         except (TypeError, ValueError) as err:
             raise ValueError(f"cell {describe(cell.params, swept)}: {err}") from None
+        static_floats.add(mechanism)
+    static_floats.warn(stacklevel=4)  # at the caller of parse_config / load_config
 
 
 def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:

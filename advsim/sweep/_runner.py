@@ -31,7 +31,6 @@ from advsim.sweep._config import (
     strategy_options,
     streaming_options,
 )
-from advsim.sweep._recompile import warn_recompiles
 from advsim.sweep._store import (
     AUDIT_COLUMNS,
     CELLS_DIR,
@@ -381,7 +380,6 @@ def run_sweep(
                 tmp.unlink()
             results = _read_cells(cells_dir, cells, config)
             pending = [c for c in cells if c.cell_id not in results]
-            warn_recompiles(config, pending)  # before any cell compiles
             meta["sessions"].append(_session(executor, len(results)))
             meta["cells"] = len(cells)
             meta["complete"] = False

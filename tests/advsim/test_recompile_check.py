@@ -149,20 +149,23 @@ def _sweep(tmp_path, monkeypatch, cls: str, cells: str):
 
 
 def test_a_two_cell_sweep_over_a_static_float_warns_once(tmp_path, monkeypatch):
-    cfg = _sweep(tmp_path, monkeypatch, "StaticCubic", "[0.01, 0.02]")
+    # The cells' mechanisms are built when the config is read: the warning comes then,
+    # before any cell compiles, and the run itself says nothing more.
     with pytest.warns(RecompileWarning) as record:
+        cfg = _sweep(tmp_path, monkeypatch, "StaticCubic", "[0.01, 0.02]")
         rows = run_sweep(cfg, tmp_path / "out", progress=False)
     assert len(rows) == 2
     recompiles = [w for w in record if issubclass(w.category, RecompileWarning)]
     assert len(recompiles) == 1, [str(w.message) for w in record]
+    assert recompiles[0].filename == __file__  # pointed at the line that read the config
     assert "StaticCubic" in str(recompiles[0].message)
     assert "`alpha` (2 values in this sweep)" in str(recompiles[0].message)
 
 
 def test_the_traced_sweep_does_not_warn(tmp_path, monkeypatch):
-    cfg = _sweep(tmp_path, monkeypatch, "TracedCubic", "[0.01, 0.02]")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)
+        cfg = _sweep(tmp_path, monkeypatch, "TracedCubic", "[0.01, 0.02]")
         rows = run_sweep(cfg, tmp_path / "out", progress=False)
     assert len(rows) == 2
 
