@@ -72,10 +72,6 @@ class AbstractMechanism(eqx.Module):
 
     #: Set True by mechanisms whose numerics need float64 (jax_enable_x64).
     requires_x64: ClassVar[bool] = False
-    #: Set True by mechanisms in the last-iterate heuristic's family (its tight case), where
-    #: the family audit's assumption holds; sweeps audit them with "family" by default and
-    #: every other mechanism with the assumption-free "eps_delta".
-    in_heuristic_family: ClassVar[bool] = False
     #: Why this class's methods read `steps` (T), for a mechanism that does so by design:
     #: its model's shape or a constant depends on T. Methods that do not read it (a value
     #: derived from T can be an array field set in `__init__`) let `simulate` run every T
@@ -85,11 +81,14 @@ class AbstractMechanism(eqx.Module):
     #: here.
     reads_steps: ClassVar[str | None] = None
 
-    def in_heuristic_family_exactly(self) -> bool:
-        """Whether this instance's last model is exactly in the heuristic's family (the
-        family audit's assumption holds): `in_heuristic_family` unless a class says which
-        of its instances leave it (`LinearProcess` with data gradients does)."""
-        return self.in_heuristic_family
+    def in_heuristic_family(self) -> bool:
+        """Whether this mechanism's last model is exactly in the last-iterate heuristic's
+        family (its tight case), where the family audit's assumption holds. It decides the
+        default audit everywhere (`advsim.experiment.default_audit_method`: `run_audit`,
+        each cell of a sweep, `advsim audit`): "family" where True, the assumption-free
+        "eps_delta" elsewhere. False unless a class says which of its instances are in
+        the family (`LinearProcess` without data gradients)."""
+        return False
 
     def __check_init__(self):
         # Runs after every concrete mechanism's __init__ (equinox): the record was checked

@@ -85,24 +85,30 @@ tests were planned on a pilot of its own and counted on the `trials` runs per wo
 (`advsim.streaming.audit_streaming`); its `method` is "eps_delta", the statement it makes."""
 
 
-def default_audit_method(mechanism) -> str:
-    """The audit method used when none is named: `"family"` for a mechanism (instance or
-    class) in the last-iterate heuristic's family (`AbstractMechanism.in_heuristic_family`,
-    e.g. `LinearProcess`), where the family audit's assumption is exact, and the
-    assumption-free `"eps_delta"` for every other one (a classmethod factory such as
-    `LinearProcess.with_data` included). The sweeps' rule (`advsim.sweep`), so that
-    `advsim audit`, a sweep and `run_audit` agree. An instance must also be in the family
-    itself (`in_heuristic_family_exactly`: a `LinearProcess` with data gradients is not).
+def default_audit_method(mechanism: AbstractMechanism) -> str:
+    """The audit method used when none is named, decided on the built mechanism:
+    `"family"` where it is in the last-iterate heuristic's family
+    (`mechanism.in_heuristic_family()`: a `LinearProcess` without data gradients), where
+    the family audit's assumption is exact, and the assumption-free `"eps_delta"` for
+    every other one. `run_audit`, each cell of a sweep (`advsim.sweep`) and `advsim audit`
+    all follow it.
+
+    Raises:
+        TypeError: `mechanism` is not a built mechanism (a class, say).
 
     Example:
         >>> from advsim.mechanisms import LinearProcess, ThresholdLandscape
-        >>> default_audit_method(LinearProcess), default_audit_method(ThresholdLandscape)
-        ('family', 'eps_delta')
+        >>> default_audit_method(LinearProcess(5, 0.1, 1.0))
+        'family'
+        >>> default_audit_method(ThresholdLandscape(5, 1.0, 4))
+        'eps_delta'
     """
-    in_family = getattr(mechanism, "in_heuristic_family", False) is True
-    if in_family and not isinstance(mechanism, type):
-        in_family = bool(mechanism.in_heuristic_family_exactly())
-    return "family" if in_family else "eps_delta"
+    if not isinstance(mechanism, AbstractMechanism):
+        raise TypeError(
+            f"default_audit_method takes a built mechanism (an advsim.AbstractMechanism "
+            f"instance), got {mechanism!r}"
+        )
+    return "family" if mechanism.in_heuristic_family() else "eps_delta"
 
 
 def _column(role: str, *, bounds: bool = False, default=dataclasses.MISSING):

@@ -10,7 +10,7 @@ that can carry the canary).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Unpack
+from typing import Literal, Unpack
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -61,7 +61,6 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
     """
 
     #: The heuristic's tight case: sweeps audit it with the family audit by default.
-    in_heuristic_family: ClassVar[bool] = True
 
     params: DPSGDParams
     dim: int = eqx.field(static=True)
@@ -218,7 +217,7 @@ class LinearProcess(AbstractProjectionLaw, AbstractScalarLaw):
             holder=lambda beta: 0.0, source="LinearProcess: constant gradients",
         )  # fmt: skip
 
-    def in_heuristic_family_exactly(self) -> bool:
+    def in_heuristic_family(self) -> bool:
         """True without data gradients only: the data's sampled counts add a random shift
         that the heuristic's family does not have (`projection_law` is exact only then)."""
         return not self.has_data

@@ -65,8 +65,10 @@ def add_figure_command(sub) -> None:
     f.add_argument("name", nargs="?", help="the figure (see --list)")
     f.add_argument("--list", action="store_true", help="list the figures and exit")
     f.add_argument(
-        "--quick", action="store_true", help="a coarse grid and few runs: under a minute of CPU each on 2 cores, except "
-        "figure4 and figure14 (about 80 s: their exact laws of the last model, 5-11 s a cell)"
+        "--quick",
+        action="store_true",
+        help="a coarse grid and few runs (figure4 and figure14 take longest: their exact "
+        "laws of the last model, one per cell)",
     )
     _add_run_options(
         f,

@@ -101,10 +101,12 @@ simulations, on a thread of its own (`advsim._exact_columns.ExactBeside`: the sa
 values). Its time is `exact_time_s`, what the computation took wherever it ran,
 compilation included.
 
-The audit method defaults to "family" (the last-iterate paper's) for a mechanism class in
-the heuristic's family (`AbstractMechanism.in_heuristic_family`: `LinearProcess`, by alias
-or path, the heuristic's tight case), and to the assumption-free "eps_delta" for every
-other mechanism (a classmethod factory such as `LinearProcess.with_data` included).
+The audit method defaults, per cell, to "family" (the last-iterate paper's) for a built
+mechanism in the heuristic's family (`AbstractMechanism.in_heuristic_family()`: a
+`LinearProcess` without data, the heuristic's tight case), and to the assumption-free
+"eps_delta" for every other one (`advsim.experiment.default_audit_method`, the rule of
+`run_audit` and `advsim audit` too); cells whose mechanisms disagree are refused until the
+config names the method.
 
 Cells with the same shapes (same T, same dimensions) share one compiled simulation: the
 mechanisms keep their numeric hyperparameters as traced arrays, so `advsim.simulate`

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from advsim._limits import check_chunk_size, check_seed, check_trials
+from advsim._mechanism import AbstractMechanism
 from advsim._validation import (
     check_delta,
     check_finite,
@@ -502,8 +503,19 @@ def parse_config(data: Mapping) -> SweepConfig:
             "sweep.common_seed = true runs every cell with the sweep seed, so replicates "
             "would repeat the same runs; drop replicate, or common_seed for independent ones"
         )
-    _check_cells(config, plugin)
-    return config
+    methods = _check_cells(config, plugin)
+    method_set = "method" in data.get("sweep", {}) or "method" in swept or fixed.get("streaming")
+    if mode != "audit" or method_set or set(methods) == {config.fixed["method"]}:
+        return config
+    if len(methods) > 1:
+        cells = "; ".join(f"{m}: cells {v}" for m, v in sorted(methods.items()))
+        raise ValueError(
+            "the cells' mechanisms differ on the heuristic's family, so their default audit "
+            f"methods differ ({cells}; in_heuristic_family() of each built mechanism): set "
+            "method in [sweep], or per cell in [grid] or [[cases]]"
+        )
+    (method,) = methods
+    return parse_config({**data, "sweep": {**data.get("sweep", {}), "method": method}})
 
 
 def _pop_sweep_options(sweep: dict) -> dict:
@@ -636,16 +648,18 @@ def _parse_grid(table, where: str, keys: _Keys, fixed: Mapping) -> dict:
 
 
 def _defaults(mode: str, plugin: Plugin) -> dict:
-    """The settings a cell gets unless the config gives them. The audit method is
-    `advsim.experiment.default_audit_method`: "family" for a mechanism in the heuristic's
-    family (`AbstractMechanism.in_heuristic_family`: the linear process, the family's own
-    tight case, where that audit's assumption is exact), the assumption-free "eps_delta"
-    for every other one (a classmethod factory such as `LinearProcess.with_data`
-    included: it is not the class)."""
+    """The settings a cell gets unless the config gives them. The audit method is decided
+    on each cell's built mechanism (`advsim.experiment.default_audit_method`, in
+    `parse_config`); the value here is a first guess that spares most configs a second
+    pass: "family" where the class says which of its instances are in the heuristic's
+    family (it overrides `in_heuristic_family`), else "eps_delta"."""
     defaults = dict(_COMMON_DEFAULTS)
     if mode == "audit":
         defaults |= _AUDIT_DEFAULTS
-        defaults["method"] = default_audit_method(plugin.factory)
+        overrides = isinstance(plugin.factory, type) and (
+            plugin.factory.in_heuristic_family is not AbstractMechanism.in_heuristic_family
+        )
+        defaults["method"] = "family" if overrides else "eps_delta"
     return defaults
 
 
@@ -666,11 +680,13 @@ def _streaming_defaults(fixed: dict, swept: set, defaults: dict) -> None:
         )
 
 
-def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
+def _check_cells(config: SweepConfig, plugin: Plugin) -> dict[str, list]:
     """Refuses a sweep without cells, a cell without a required parameter, with a strategy
     option its `threshold_selection` does not take, whose mechanism cannot be built, that
     its run would refuse (`advsim.sweep._checks.check_cell`), or that repeats another
-    (numbers compared by value); records each cell's run in `config.cell_runs`."""
+    (numbers compared by value); records each cell's run in `config.cell_runs`. Returns
+    the cells (by index) of each default audit method, decided on the cells' built
+    mechanisms (`advsim.experiment.default_audit_method`)."""
     cells = config.cells()
     if not cells:
         raise ValueError("the sweep has no cells")
@@ -678,6 +694,7 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
     swept = config.swept
     ids = {}
     static_floats = StaticFloatsSeen(config.mode, config.exact)
+    methods: dict[str, list] = {}
     for cell in cells:
         same = canon(_by_value(_unset_defaults(cell.params)))
         if same in ids:
@@ -712,7 +729,9 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> None:
         except (TypeError, ValueError) as err:
             raise ValueError(f"cell {describe(cell.params, swept)}: {err}") from None
         static_floats.add(mechanism)
+        methods.setdefault(default_audit_method(mechanism), []).append(cell.index)
     static_floats.warn(stacklevel=4)  # at the caller of parse_config / load_config
+    return methods
 
 
 def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:

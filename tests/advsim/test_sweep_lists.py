@@ -134,21 +134,35 @@ def test_projected_split_with_its_selection_fraction_runs_in_a_sweep(tmp_path):
     assert "selection_fraction" in table["columns"]
 
 
-def test_the_default_method_follows_the_mechanisms_class_attribute(monkeypatch):
-    assert LinearProcess.in_heuristic_family is True
+def test_the_default_method_is_decided_on_each_cells_built_mechanism(monkeypatch):
     data = _config()
     data["sweep"].pop("trials")
     assert parse_config(data).fixed["method"] == "family"
     linear_data = {**data, "mechanism": {**data["mechanism"], "name": "linear-data"}}
-    assert parse_config(linear_data).fixed["method"] == "eps_delta"  # a classmethod
+    assert parse_config(linear_data).fixed["method"] == "eps_delta"  # has data gradients
     gradient = {
         "sweep": {},
         "mechanism": {"name": "gradient-canary", "steps": 2, "sampling_prob": 0.5,
                       "noise_multiplier": 1.0},
     }  # fmt: skip
     assert parse_config(gradient).fixed["method"] == "eps_delta"
-    monkeypatch.setattr(LinearProcess, "in_heuristic_family", False)
-    assert parse_config(data).fixed["method"] == "eps_delta"
+    # The instances decide, not the class: the same config as a config naming the method.
+    monkeypatch.setattr(LinearProcess, "in_heuristic_family", lambda self: False)
+    decided = parse_config(data)
+    named = parse_config({**data, "sweep": {**data["sweep"], "method": "eps_delta"}})
+    assert decided.fixed["method"] == "eps_delta" and decided.identity() == named.identity()
+    # Cells whose mechanisms disagree are refused until the config names the method.
+    monkeypatch.setattr(LinearProcess, "in_heuristic_family", lambda self: self.steps > 2)
+    mechanism = {k: v for k, v in data["mechanism"].items() if k != "steps"}
+    mixed = {**data, "mechanism": mechanism, "grid": {"steps": [2, 4], "sampling_prob": [0.5]}}
+    with pytest.raises(ValueError, match=r"methods differ \(eps_delta: cells \[0\]; family"):
+        parse_config(mixed)
+    assert parse_config({**mixed, "sweep": {"method": "eps_delta"}}).fixed["method"] == "eps_delta"
+
+
+def test_the_default_method_needs_a_built_mechanism():
+    with pytest.raises(TypeError, match="takes a built mechanism"):
+        default_audit_method(LinearProcess)
 
 
 def test_the_default_method_of_an_instance_asks_whether_it_is_in_the_family():
