@@ -173,3 +173,16 @@ def test_the_default_method_of_an_instance_asks_whether_it_is_in_the_family():
     with_data = LinearProcess.with_data(5, 0.1, 1.0, dim=2, num_examples=4)
     assert with_data.has_data and default_audit_method(with_data) == "eps_delta"
     assert default_audit_method(ThresholdLandscape(5, 1.0, 4)) == "eps_delta"
+
+
+def test_method_and_strategy_pairs_are_checked_when_the_config_is_read():
+    # Every cell's combination of method and audit options, swept or fixed, is checked
+    # before any cell runs; the message names the cell.
+    data = _config(sides="one")
+    data["grid"] |= {"method": ["eps_delta", "family"]}
+    with pytest.raises(ValueError, match=r"method='family'.*sides='one' does not apply"):
+        parse_config(data)
+    data = _config()
+    data["cases"] = [{"threshold_selection": ["split"], "num_splits": [3]}]
+    with pytest.raises(ValueError, match="num_splits applies to threshold_selection = "):
+        parse_config(data)
