@@ -3,7 +3,7 @@ r"""Property testing of privacy bounds and audits: hypothesis strategies and che
 A researcher who proposes a bound (or a counterexample to one) states it as a property and
 lets hypothesis search the parameter space for a violation:
 
-- strategies for valid DP-SGD parameters (`dpsgd_params`, a `DPSGDParams` record, and one
+- strategies for valid DP-SGD parameters (`dpsgd_params`, a `DrawnDPSGDParams` record, and one
   strategy per field: `steps`, `sampling_probs`, `noise_multipliers`, `deltas`,
   `epsilons`, `clip_norms`, `batch_sizes`, `alphas`, `periods`), for Gaussian location
   mixtures (`mixtures`, a `Mixture` record) and for built mechanisms
@@ -105,7 +105,7 @@ from advsim.testing._fields import (
 from advsim.testing._strategies import (
     PROFILE,
     SETTINGS,
-    DPSGDParams,
+    DrawnDPSGDParams,
     Mixture,
     alphas,
     batch_sizes,
@@ -136,7 +136,7 @@ __all__ = [
     "SIGN_LEVEL",
     "Calibration",
     "ConvexityCertificate",
-    "DPSGDParams",
+    "DrawnDPSGDParams",
     "ExactLikelihoodScore",
     "Mixture",
     "ProjectedScalarFieldConstruction",

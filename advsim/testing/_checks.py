@@ -15,7 +15,7 @@ from advsim._accounting import Accounting
 from advsim._scores import Scores
 from advsim._validation import check_in_interval, check_int, check_nonnegative
 from advsim.audits import AssumptionRejectedWarning, audit, get_audit
-from advsim.testing._strategies import DPSGDParams, Mixture
+from advsim.testing._strategies import DrawnDPSGDParams, Mixture
 
 __all__ = [
     "Calibration",
@@ -40,7 +40,7 @@ def _fmt(x) -> str:
 
 
 def _describe(params) -> str:
-    if isinstance(params, DPSGDParams | Mixture):
+    if isinstance(params, DrawnDPSGDParams | Mixture):
         params = dataclasses.asdict(params)
     if isinstance(params, Mapping):
         return ", ".join(f"{k}={_fmt(v)}" for k, v in params.items())
@@ -48,7 +48,7 @@ def _describe(params) -> str:
 
 
 def _call(fn: Callable, params) -> float:
-    if isinstance(params, DPSGDParams):
+    if isinstance(params, DrawnDPSGDParams):
         return fn(*params.bound_args, **params.bound_kwargs)
     if isinstance(params, Mapping):
         return fn(**params)
@@ -66,7 +66,7 @@ def assert_bound_below(
 ) -> tuple[float, float]:
     """Asserts `lower_fn(params) <= upper_fn(params) * (1 + rtol) + atol`, both not NaN.
 
-    `params` is passed as: a `DPSGDParams` -> `fn(delta, T, q, sigma, canary_steps=n)`
+    `params` is passed as: a `DrawnDPSGDParams` -> `fn(delta, T, q, sigma, canary_steps=n)`
     (the signature of every `*_epsilon` bound in `advsim.bounds`); a mapping -> `fn(**p)`;
     a tuple or list -> `fn(*p)`; anything else (e.g. a `Mixture`) -> `fn(p)`.
 

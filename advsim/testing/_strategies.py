@@ -26,7 +26,7 @@ from advsim.mechanisms.linear import LinearProcess
 __all__ = [
     "PROFILE",
     "SETTINGS",
-    "DPSGDParams",
+    "DrawnDPSGDParams",
     "Mixture",
     "alphas",
     "batch_sizes",
@@ -144,7 +144,7 @@ _FIELD_STRATEGIES = {
 
 
 @dataclasses.dataclass(frozen=True)
-class DPSGDParams:
+class DrawnDPSGDParams:
     """One valid set of DP-SGD parameters, as drawn by `dpsgd_params`.
 
     Attributes:
@@ -226,8 +226,8 @@ def dpsgd_params(
     batch_size=None,
     alpha=None,
     period=None,
-) -> st.SearchStrategy[DPSGDParams]:
-    """Valid DP-SGD parameters as a frozen `DPSGDParams` record.
+) -> st.SearchStrategy[DrawnDPSGDParams]:
+    """Valid DP-SGD parameters as a frozen `DrawnDPSGDParams` record.
 
     Every keyword narrows one field: `None` keeps the default strategy (the function of the
     same name, e.g. `noise_multipliers()`), a pair `(lo, hi)` bounds it, a strategy replaces
@@ -253,7 +253,7 @@ def dpsgd_params(
         make = _FIELD_STRATEGIES[name]
         default = st.just(1) if name == "period" else make()
         fields[name] = _field(value, default, make)
-    return st.builds(DPSGDParams, **fields)
+    return st.builds(DrawnDPSGDParams, **fields)
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ class Mixture:
         return (np.asarray(self.support), np.asarray(self.probs), self.scale)
 
     @classmethod
-    def from_params(cls, params: DPSGDParams) -> Mixture:
+    def from_params(cls, params: DrawnDPSGDParams) -> Mixture:
         """The heuristic's pair (Theorem 1 of arXiv:2410.06186): Binomial(n, q) atoms over
         noise sqrt(T) sigma, with n the number of canary steps."""
         support, probs = binomial_mixture(params.num_canary_steps, params.sampling_prob)
@@ -361,7 +361,7 @@ def linear_mechanisms(
     )
     batchings = batching if isinstance(batching, st.SearchStrategy) else st.just(batching)
 
-    def build(p: DPSGDParams, how: str) -> LinearProcess:
+    def build(p: DrawnDPSGDParams, how: str) -> LinearProcess:
         return LinearProcess(
             p.steps,
             p.sampling_prob,

@@ -24,7 +24,7 @@ from advsim.mechanisms import LinearProcess
 from advsim.testing import (
     PROFILE,
     SETTINGS,
-    DPSGDParams,
+    DrawnDPSGDParams,
     Mixture,
     assert_audit_below,
     assert_bound_below,
@@ -61,7 +61,7 @@ def test_settings_is_a_parent_for_per_test_settings():
 @settings(SETTINGS, max_examples=60)
 @given(dpsgd_params(period=(1, 10)))
 def test_dpsgd_params_are_valid_and_in_default_ranges(p):
-    assert isinstance(p, DPSGDParams)
+    assert isinstance(p, DrawnDPSGDParams)
     assert 1 <= p.steps <= 1000 and 1e-4 <= p.sampling_prob <= 1.0
     assert 0.3 <= p.noise_multiplier <= 10.0 and 1e-12 <= p.delta <= 1e-2
     assert 0.1 <= p.clip_norm <= 10.0 and 1 <= p.batch_size <= 1024 and 0 <= p.alpha <= 1
@@ -119,9 +119,9 @@ def test_bad_bounds_raise_when_the_strategy_is_built(make, match):
 
 def test_dpsgd_params_record_validates():
     with pytest.raises(ValueError, match="sampling_prob must be in"):
-        DPSGDParams(steps=1, sampling_prob=0.0, noise_multiplier=1.0, delta=1e-5)
+        DrawnDPSGDParams(steps=1, sampling_prob=0.0, noise_multiplier=1.0, delta=1e-5)
     with pytest.raises(ValueError, match="alpha must be in"):
-        DPSGDParams(steps=1, sampling_prob=1.0, noise_multiplier=1.0, delta=1e-5, alpha=1.5)
+        DrawnDPSGDParams(steps=1, sampling_prob=1.0, noise_multiplier=1.0, delta=1e-5, alpha=1.5)
 
 
 @settings(SETTINGS, max_examples=60)
@@ -141,7 +141,7 @@ def test_mixtures_zero_atom_flag(with_zero, without):
 
 
 def test_mixture_from_params_is_the_heuristic_pair():
-    p = DPSGDParams(steps=9, sampling_prob=0.3, noise_multiplier=0.7, delta=1e-5, period=2)
+    p = DrawnDPSGDParams(steps=9, sampling_prob=0.3, noise_multiplier=0.7, delta=1e-5, period=2)
     m = Mixture.from_params(p)
     support, probs = binomial_mixture(5, 0.3)  # steps 1, 3, 5, 7, 9
     np.testing.assert_array_equal(m.args[0], support)
@@ -163,7 +163,7 @@ def test_linear_mechanisms_are_built(mech):
 
 
 def test_assert_bound_below_passes_and_returns_both_values():
-    p = DPSGDParams(steps=3, sampling_prob=0.1, noise_multiplier=1.0, delta=1e-6)
+    p = DrawnDPSGDParams(steps=3, sampling_prob=0.1, noise_multiplier=1.0, delta=1e-6)
     lo, hi = assert_bound_below(heuristic_epsilon, lambda *a, **k: 100.0, p)
     assert lo == pytest.approx(2.222, abs=1e-3) and hi == 100.0
     assert assert_bound_below(lambda x, y: x, lambda x, y: y, (1.0, 2.0)) == (1.0, 2.0)
@@ -173,7 +173,7 @@ def test_assert_bound_below_passes_and_returns_both_values():
 
 
 def test_assert_bound_below_report_names_functions_values_and_params():
-    p = DPSGDParams(steps=3, sampling_prob=0.1, noise_multiplier=1.0, delta=1e-6)
+    p = DrawnDPSGDParams(steps=3, sampling_prob=0.1, noise_multiplier=1.0, delta=1e-6)
 
     def tiny(delta, steps, q, sigma, *, canary_steps):
         return 0.5
