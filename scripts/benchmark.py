@@ -10,14 +10,14 @@ Prints, in one run on this machine:
   4. the time of one `heuristic_epsilon` at T = 10^5 (target: < 50 ms), beside
      dp-accounting's mixture-of-Gaussians PLD for the same T where that finishes in time,
   5. noise calibration (`calibrate_noise_multiplier`, the README audit's defaults: target
-     eps 8, delta 1e-5, q 0.01, grid 1e-4) per T against the previous method, kept below
+     eps 8, delta 1e-5, q 0.01, grid 1e-4) per T against the reference method, kept below
      as `_reference_calibrate` (dp_accounting.calibrate_dp_mechanism with its
      PLDAccountant, a coarse then a fine Brent search): cold (caches cleared; target
      >= 2.5x), one audit row (calibration, then `bounds_for`'s composition epsilon,
-     which the previous method recomputed; target >= 5x), and two sweep cells at the same
+     which the reference method recomputes; target >= 5x), and two sweep cells at the same
      T (each calibrates and asks `bounds_for`),
   6. `heuristic_epsilon_max_over_steps` at T = 10^4 and 10^5 (targets < 0.5 s and < 5 s)
-     against the previous method, every t through `heuristic_epsilon_curve` (at 10^5 in
+     against the reference method, every t through `heuristic_epsilon_curve` (at 10^5 in
      a subprocess, stopped after --old-max-timeout seconds).
   7. the exact engine (`advsim.exact`), each row timed in a fresh process (imports
      excluded, JAX compilation included), with the load average and CPU time beside the
@@ -83,8 +83,8 @@ def _mixture_pld_eps(steps, q, sigma, delta, out):
 
 
 def _reference_calibrate(target, delta, steps, q, vdi=1e-4, tol=1e-6):
-    """The previous `calibrate_noise_multiplier` (advsim before the coarse-to-fine search
-    and the vectorised PLD), kept here as the benchmark's reference: Brent's method inside
+    """The direct calibration (without the coarse-to-fine search and the vectorised PLD),
+    kept here as the benchmark's reference: Brent's method inside
     dp_accounting.calibrate_dp_mechanism, with its PLDAccountant, first on a coarse grid
     (1e-2), then on [0.93, 1.01] x the coarse answer at the requested grid."""
     import math
@@ -134,7 +134,7 @@ def _reference_calibrate(target, delta, steps, q, vdi=1e-4, tol=1e-6):
 
 
 def _reference_composition(delta, steps, q, sigma, vdi=1e-4):
-    """What `bounds_for` computed after the previous calibration: a fresh PLDAccountant."""
+    """The reference's composition epsilon after its calibration: a fresh PLDAccountant."""
     from dp_accounting import dp_event
     from dp_accounting.pld import pld_privacy_accountant
 
@@ -163,7 +163,7 @@ def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
 
     print(
         f"noise calibration, target eps {target:g}, delta {delta:g}, q {q:g}, grid 1e-4 "
-        "(old = previous method, new = now; ratio old / new):"
+        "(old = the reference method, new = advsim; ratio old / new):"
     )
     print(
         f"  {'T':>5} {'sigma old':>10} {'sigma new':>10} {'cold old':>9} {'cold new':>9} "
@@ -497,7 +497,7 @@ def _parser() -> argparse.ArgumentParser:
         "--old-max-timeout",
         type=float,
         default=300.0,
-        help="seconds allowed to the previous max-over-steps method at T = 10^5",
+        help="seconds allowed to the reference max-over-steps method (every t) at T = 10^5",
     )
     parser.add_argument(
         "--calibration-steps",

@@ -133,7 +133,7 @@ def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
             )
 
         def old_engine(mech=mech, trials=trials):
-            with _vector_coordinates(2**62):  # the width of a whole block: the old engine
+            with _vector_coordinates(2**62):  # lanes the width of a whole block
                 engine(mech, trials)
 
         fns = {

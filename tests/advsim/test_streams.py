@@ -3,7 +3,7 @@
 Where the expected values come from: `jax.random.normal` and `jax.random.bits` themselves
 (a stretch drawn alone must equal the slice of the whole draw, bit for bit), and the
 engine's own up-front path (`range_supported` forced False), which draws each run's whole
-(T, d) noise block as every earlier version did.
+(T, d) noise block at once.
 """
 
 from __future__ import annotations

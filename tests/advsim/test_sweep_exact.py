@@ -177,7 +177,7 @@ def test_exact_false_turns_it_off(tmp_path, monkeypatch):
     # The switch is not a cell's identity (nothing simulated changes) but a resume keeps it.
     on = parse_config({**config, "sweep": {**config["sweep"], "exact": True}})
     assert [c.cell_id for c in on.cells()] == [c.cell_id for c in parsed.cells()]
-    assert "exact" not in on.to_dict()["sweep"]  # the default: older folders keep identity
+    assert "exact" not in on.to_dict()["sweep"]  # at its default, a config without the key
     with pytest.raises(Exception, match=r"differs in \['sweep.exact'\]"):
         run_sweep(on, out, resume=True, progress=False)
 

@@ -118,7 +118,8 @@ def test_rates_incompatible_with_the_family_are_flagged():
     # Perfectly separated scores: FNR_ub ~ 3.7e-5 at n = 10^5, but with probability
     # (1 - q)^T = 2^-10 ~ 9.8e-4 the canary is never sampled, so every member of the
     # family has FNR >= 9.8e-4 (1 - FPR). The family does not fit: no number is returned
-    # (it used to be the floor's heuristic eps, > 10), and the reason says so.
+    # (not the floor's heuristic eps, > 10, which would be meaningless), and the reason
+    # says so.
     n = 10**5
     s = Scores(np.full(n, 100.0), np.zeros(n))
     acc = every_step(10, 0.5, 1.0)
