@@ -53,12 +53,8 @@ any noise multiplier >= sigma_star, assumption-free).
 """
 
 from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
-from ._assumption import (
-    AssumptionCheck,
-    check_gaussian_tradeoff,
-    check_heuristic_family,
-    check_tradeoff_fit,
-)
+from ._assumption import AssumptionCheck, check_tradeoff_fit
+from ._assumption_families import check_gaussian_tradeoff, check_heuristic_family
 from ._base import (
     AbstractAssumedAudit,
     AbstractAudit,

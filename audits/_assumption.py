@@ -162,28 +162,31 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-import scipy.special
-import scipy.stats
 
-import advsim.bounds as _bounds
-from advsim import Accounting
 from advsim.validation import check_in_interval
 
-from ._binned_fit import binned_mixture_test
 from ._result import _plain
 from ._roc_band import (
-    _THETA_TOP,
     _bisect_limits,
     _boxes,
-    _gdp_limits,
     _max_agreement,
-    _rank_grid,
+)
+from ._roc_segments import (  # noqa: F401 (re-exported)
+    _CHORD_TOL,
+    _GOLDEN,
+    _GOLDEN_STEPS,
+    _SCREEN_STEPS,
+    _box_worst,
+    _chord_gap,
+    _chord_points,
+    _segment_limits,
+    _segment_worst,
+    _segments,
+    _top_box,
 )
 
 __all__ = [
     "AssumptionCheck",
-    "check_gaussian_tradeoff",
-    "check_heuristic_family",
     "check_tradeoff_fit",
 ]
 
@@ -193,17 +196,6 @@ __all__ = [
 _ATOM_LOG_TOL = 60.0
 # Relative slack before limits count as conflicting (rounding in the closed forms).
 _REL_TOL = 1e-9
-# Golden-section steps for the lowest point of a curve minus a chord (step 4 of the test):
-# the bracket shrinks by 0.618 a step, to 0.618^48 = 1e-10 of the segment. Any point it
-# evaluates gives a value at least the minimum, so fewer steps only cost power.
-_GOLDEN_STEPS = 48
-# Steps for the first pass over every segment, which only sorts out those that cannot set
-# the limit (`_segment_limits`): 0.618^16 = 5e-4 of the segment. A coarser pass can only
-# miss a segment that would lower the limit, never add one: it costs power, not level.
-_SCREEN_STEPS = 16
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-# Slack in the chord test for rounding in the curve and the chord (absolute, in FNR).
-_CHORD_TOL = 1e-12
 # An atom is reported (step 5) when one score value holds at least this share of a
 # world's scores: a materially discrete score, not the rounding of a continuous one.
 _ATOM_SHARE = 0.01
@@ -361,178 +353,6 @@ def _validate_range(param_range) -> tuple:
             f"param_range must be (lo, hi) with finite lo < hi (hi may be inf), got {param_range!r}"
         )
     return lo, hi
-
-
-def _top_box(sorted_x: np.ndarray, level: float) -> tuple:
-    """`_band(sorted_x, level / 2).below([inf])`, the band's bounds above its last knot,
-    from the last rank's quantiles alone: the band's ranks end at n (`_rank_grid`), where
-    U_(n) ~ Beta(n, 1) and 1 - U_(n) ~ Beta(1, n), at its one-sided level gamma =
-    (level / 2) / (2 K) for K ranks. `(F_lo, F_hi, S_lo, S_hi)` as 1-element arrays."""
-    n = sorted_x.size
-    gamma = (level / 2) / (2 * _rank_grid(n).size)
-    f_lo = scipy.stats.beta.ppf(gamma, n, 1)
-    s_hi = scipy.stats.beta.isf(gamma, 1, n)
-    return np.array([f_lo]), np.ones(1), np.zeros(1), np.array([s_hi])
-
-
-def _segments(boxes: dict, sorted_in, sorted_out, level: float) -> dict:
-    """The mixed boxes between consecutive thresholds (step 4 of the test): segment s joins
-    box s to box s + 1 (the box of every threshold above the last knot for the last one).
-    Their lower-left corners `(a0, b0)`, `(a1, b1)` and upper-right corners `(c0, d0)`,
-    `(c1, d1)`, and the thresholds and observed rates at both ends."""
-    top_in, top_out = _top_box(sorted_in, level), _top_box(sorted_out, level)
-
-    def ends(key, top):
-        x = np.append(boxes[key], top)
-        return x[:-1], x[1:]
-
-    seg = {}
-    for key, top in (
-        ("a_lo", top_out[2][0]),
-        ("a_hi", top_out[3][0]),
-        ("b_lo", top_in[0][0]),
-        ("b_hi", top_in[1][0]),
-        ("tau", math.inf),
-        ("fpr", 0.0),
-        ("fnr", 1.0),
-    ):
-        seg[key + "0"], seg[key + "1"] = ends(key, top)
-    return seg
-
-
-def _chord_points(seg: dict, idx: np.ndarray, lam: np.ndarray) -> tuple:
-    """The lower-left corner `(a, b)` of the mixed box at weight `lam` on segments `idx`."""
-    a = seg["a_lo0"][idx] + lam * (seg["a_lo1"][idx] - seg["a_lo0"][idx])
-    b = seg["b_lo0"][idx] + lam * (seg["b_lo1"][idx] - seg["b_lo0"][idx])
-    return a, b
-
-
-def _chord_gap(
-    curve, seg: dict, idx: np.ndarray, theta: np.ndarray, steps: int = _GOLDEN_STEPS
-) -> tuple:
-    """`(gap, lam)`: an upper estimate of `min over lam in [0, 1] of curve(a(lam), theta) -
-    b(lam)` on the chord of lower-left corners of segments `idx` (golden section; the gap
-    is convex in lam for a convex curve), and the weight where it was found. Every value
-    returned was evaluated, so it is never below the true minimum."""
-
-    def gap(lam):
-        a, b = _chord_points(seg, idx, lam)
-        return np.asarray(curve(a, theta), np.float64) - b
-
-    zeros, ones = np.zeros(idx.size), np.ones(idx.size)
-    best, best_lam = gap(zeros), zeros
-    g1 = gap(ones)
-    best_lam = np.where(g1 < best, ones, best_lam)
-    best = np.minimum(best, g1)
-    left, right = zeros, ones
-    x1, x2 = right - _GOLDEN * (right - left), left + _GOLDEN * (right - left)
-    f1, f2 = gap(x1), gap(x2)
-    for _ in range(steps):
-        for x, fx in ((x1, f1), (x2, f2)):
-            best_lam = np.where(fx < best, x, best_lam)
-            best = np.minimum(best, fx)
-        keep_left = f1 <= f2  # the minimum is in [left, x2]
-        right = np.where(keep_left, x2, right)
-        left = np.where(keep_left, left, x1)
-        new_x = np.where(
-            keep_left, right - _GOLDEN * (right - left), left + _GOLDEN * (right - left)
-        )
-        new_f = gap(new_x)
-        x1, x2, f1, f2 = (
-            np.where(keep_left, new_x, x2),
-            np.where(keep_left, x1, new_x),
-            np.where(keep_left, new_f, f2),
-            np.where(keep_left, f1, new_f),
-        )
-    for x, fx in ((x1, f1), (x2, f2)):
-        best_lam = np.where(fx < best, x, best_lam)
-        best = np.minimum(best, fx)
-    return best, best_lam
-
-
-def _segment_limits(
-    curve, seg: dict, lo: float, hi: float, cap: float, tol: float = 0.0
-) -> np.ndarray:
-    """Per segment, `sup{theta in [lo, hi] : the curve at theta is on or above the chord of
-    lower-left corners}` (`-inf` when none), by `_bisect_limits` on the chord's lowest
-    gap (non-increasing in theta since the curve is). `tol` loosens it as for the boxes.
-
-    Only segments that can lower `cap` (the boxes' smallest upper limit) are bisected: a
-    segment whose chord lies under the curve at `cap` has its limit at `cap` or above, so
-    it changes neither the decision nor the smallest limit, and `inf` ("not binding")
-    stands for it."""
-    n = seg["a_lo0"].size
-    out = np.full(n, math.inf)
-    if n == 0:
-        return out
-
-    def lowest_gap(index, theta, steps=_GOLDEN_STEPS):
-        return _chord_gap(curve, seg, np.asarray(index, np.int64), theta, steps)[0]
-
-    at_cap = min(cap, hi, lo + _THETA_TOP)
-    index = np.arange(n, dtype=np.float64)
-    screen = lowest_gap(index, np.full(n, at_cap), _SCREEN_STEPS)
-    binding = np.flatnonzero(screen < -(tol + _CHORD_TOL))
-    if binding.size:
-        out[binding] = _bisect_limits(
-            lowest_gap,
-            index[binding],
-            np.zeros(binding.size),
-            lo,
-            hi,
-            lower=False,
-            tol=tol + _CHORD_TOL,
-        )
-    return out
-
-
-def _segment_worst(curve, seg: dict, s: int, fit: float, show, seg_up: float, lo: float):
-    """The `worst` entries of segment `s` at `fit`: the mixed box at the chord's lowest
-    point."""
-    idx = np.array([s])
-    _, lam = _chord_gap(curve, seg, idx, np.array([fit]))
-    lam = float(lam[0])
-
-    def mix(key):
-        return float(seg[key + "0"][s] + lam * (seg[key + "1"][s] - seg[key + "0"][s]))
-
-    fpr, fnr = mix("fpr"), mix("fnr")
-    a_lo, a_hi, b_lo, b_hi = mix("a_lo"), mix("a_hi"), mix("b_lo"), mix("b_hi")
-    at = np.asarray(curve(np.array([fpr, a_lo, a_hi]), np.full(3, fit)), np.float64)
-    return {
-        "threshold": float(seg["tau0"][s]),
-        "randomised_to": float(seg["tau1"][s]),
-        "weight": lam,
-        "fpr": fpr,
-        "fnr": fnr,
-        "fpr_interval": (a_lo, a_hi),
-        "fnr_interval": (b_lo, b_hi),
-        "curve_fnr": float(at[0]),
-        "curve_fnr_interval": (float(at[2]), float(at[1])),
-        "allowed": show(lo, seg_up) if lo <= seg_up else None,
-    }
-
-
-def _box_worst(curve, boxes: dict, k: int, fit: float, show, own: tuple) -> dict:
-    """The report of box `k` (its threshold, rates, band and the fitted curve there),
-    `own` its (low, up) limits in theta."""
-    fpr, fnr = float(boxes["fpr"][k]), float(boxes["fnr"][k])
-    curve_at = np.asarray(
-        curve(np.array([fpr, boxes["a_lo"][k], boxes["a_hi"][k]]), np.full(3, fit)),
-        dtype=np.float64,
-    )
-    return {
-        "threshold": float(boxes["tau"][k]),
-        "randomised_to": None,
-        "weight": None,
-        "fpr": fpr,
-        "fnr": fnr,
-        "fpr_interval": (float(boxes["a_lo"][k]), float(boxes["a_hi"][k])),
-        "fnr_interval": (float(boxes["b_lo"][k]), float(boxes["b_hi"][k])),
-        "curve_fnr": float(curve_at[0]),
-        "curve_fnr_interval": (float(curve_at[2]), float(curve_at[1])),
-        "allowed": show(*own) if own[0] <= own[1] else None,
-    }
 
 
 def _heavy_atom(sorted_in: np.ndarray, sorted_out: np.ndarray) -> dict | None:
@@ -741,177 +561,3 @@ def check_tradeoff_fit(
         param_name=param_name,
         show=lambda a, b: (float(a), float(b)),
     )
-
-
-def gaussian_tradeoff(alpha, mu) -> np.ndarray:
-    r"""$G_\mu(\alpha) = \Phi(\Phi^{-1}(1 - \alpha) - \mu)$, elementwise (Dong, Roth & Su,
-    arXiv:1905.02383, Definition 2.7)."""
-    return scipy.special.ndtr(-scipy.special.ndtri(np.asarray(alpha, np.float64)) - mu)
-
-
-def check_gaussian_tradeoff(canary_in, canary_out, *, level: float = 0.05) -> AssumptionCheck:
-    r"""Tests "the ROC of these scores is $G_\mu$ for some $\mu \ge 0$" (the GDP audit's
-    assumption, as far as the data can show it).
-
-    $G_\mu$ is Definition 2.7 of Dong, Roth & Su (arXiv:1905.02383); the limits on $\mu$
-    per box are in closed form. See the module docstring for the test and its level.
-
-    Args:
-        canary_in, canary_out: the scores of each world (any order): the held-out half
-            the audit counted its rates on.
-        level: the test's level, in (0, 1).
-
-    Returns:
-        An `AssumptionCheck` with `assumption="gaussian_tradeoff"`, `param_name="mu"`.
-
-    Raises:
-        ValueError: empty or non-finite scores; `level` outside (0, 1).
-
-    Example:
-        >>> import numpy as np
-        >>> rng = np.random.default_rng(0)
-        >>> r = check_gaussian_tradeoff(rng.normal(1, 1, 10**4), rng.normal(0, 1, 10**4))
-        >>> r.rejected
-        False
-    """
-    return _check_convex_family(
-        canary_in, canary_out, gaussian_tradeoff, _gdp_limits, level=level,
-        assumption="gaussian_tradeoff", param_name="mu", show=lambda a, b: (float(a), float(b)),
-        mixture=(np.ones(1), np.ones(1)),
-    )  # fmt: skip
-
-
-def _check_convex_family(
-    canary_in,
-    canary_out,
-    curve,
-    limits,
-    *,
-    level,
-    assumption,
-    param_name,
-    show,
-    mixture,
-    tol=0.0,
-) -> AssumptionCheck:
-    """`_run` on unsorted scores for a family of strictly convex curves with theta in
-    [0, inf) (the GDP and heuristic-family checks), with the binned test of the
-    probit-shift mixture `mixture = (shifts, weights)` that the curves are; `tol` as in
-    `_segment_limits`."""
-    level = check_in_interval("level", level, 0.0, 1.0)
-    cin = np.sort(_validate_scores("canary_in", canary_in, must_be_sorted=False))
-    cout = np.sort(_validate_scores("canary_out", canary_out, must_be_sorted=False))
-    return _run(
-        cin,
-        cout,
-        limits=limits,
-        segment_limits=lambda seg, cap: _segment_limits(curve, seg, 0.0, math.inf, cap, tol),
-        strictly_convex=True,
-        curve=curve,
-        lo=0.0,
-        level=level,
-        assumption=assumption,
-        param_name=param_name,
-        show=show,
-        binned=lambda sin, sout, lev, guess: _binned(sin, sout, mixture, lev, guess, show),
-    )
-
-
-def _binned(sorted_in, sorted_out, mixture, level, theta_guess, show) -> dict | None:
-    """The binned test (step 6) with its fit also in the reported parameter."""
-    result = binned_mixture_test(
-        sorted_in, sorted_out, *mixture, level=level, theta_guess=theta_guess
-    )
-    if result is not None:
-        theta = result["theta_fit"]
-        result["param_fit"] = show(max(theta, 0.0), max(theta, 0.0))[0]
-    return result
-
-
-def _family_curve(accounting: Accounting) -> tuple:
-    """`(curve, error, (shifts, weights))`: the family's curve from the atoms within
-    `_ATOM_LOG_TOL` of the largest, a bound on its distance to the exact one (twice the
-    dropped mass), and the atoms as the probit-shift mixture of the binned test."""
-    n_c = accounting.num_canary_steps
-    support, probs = _bounds.binomial_mixture(n_c, accounting.sampling_prob, log_tol=_ATOM_LOG_TOL)
-    z = np.asarray(support, np.float64) / math.sqrt(accounting.steps)
-    probs = np.asarray(probs, np.float64)
-
-    def curve(alpha, theta):
-        c = -scipy.special.ndtri(np.asarray(alpha, np.float64))
-        theta = np.asarray(theta, np.float64)
-        with np.errstate(invalid="ignore"):  # c = +-inf minus a finite shift
-            terms = scipy.special.ndtr(c[..., None] - z * theta[..., None])
-        return np.clip(terms @ probs, 0.0, 1.0)
-
-    return curve, 2.0 * (n_c + 1) * math.exp(-_ATOM_LOG_TOL), (z, probs / probs.sum())
-
-
-def family_tradeoff(accounting: Accounting) -> Callable:
-    r"""The heuristic family's curve as `curve(alpha, theta)` with $\theta = 1/\sigma$:
-    $\sum_k p_k \Phi(\Phi^{-1}(1 - \alpha) - k\theta/\sqrt{T})$, $p_k$ the
-    Binomial($n_c$, q) atoms of `advsim.bounds.binomial_mixture` (Theorem 1 of
-    arXiv:2410.06186; `advsim.bounds.mixture_tradeoff` at scale $\sqrt{T}\sigma$),
-    elementwise in (alpha, theta) and non-increasing in theta. Atoms more than
-    `_ATOM_LOG_TOL` below the largest in log-probability are dropped (absolute error
-    < 2 (n_c + 1) e^{-60})."""
-    return _family_curve(accounting)[0]
-
-
-def check_heuristic_family(
-    canary_in, canary_out, accounting: Accounting, *, level: float = 0.05
-) -> AssumptionCheck:
-    r"""Tests "the ROC of these scores is the heuristic family's $f_\sigma$ for some sigma"
-    (the family audit's assumption, as far as the data can show it).
-
-    The family (Theorem 1 of arXiv:2410.06186) with the run's T, q and number of canary
-    steps $n_c$ from `accounting`: $P = \mathrm{Binomial}(n_c, q) + N(0, T\sigma^2)$
-    against $Q = N(0, T\sigma^2)$, $\sigma \in (0, \infty]$ ($\sigma = \infty$: no
-    signal). Tested in $\theta = 1/\sigma \in [0, \infty)$ (the curve is non-increasing in
-    theta) and reported in sigma. See the module docstring for the test and its level.
-
-    Args:
-        canary_in, canary_out: the scores of each world (any order): the held-out half
-            the audit counted its rates on.
-        accounting: the audited run's `Accounting` (its noise multiplier is not used).
-        level: the test's level, in (0, 1).
-
-    Returns:
-        An `AssumptionCheck` with `assumption="heuristic_family"`, `param_name="sigma"`,
-        `param_interval` as `(sigma_lo, sigma_hi)` (`sigma_hi` may be inf).
-
-    Raises:
-        TypeError: `accounting` is not an `advsim.Accounting`.
-        ValueError: empty or non-finite scores; `level` outside (0, 1).
-
-    Example:
-        >>> import numpy as np
-        >>> from advsim import Accounting
-        >>> rng = np.random.default_rng(0)
-        >>> acc = Accounting(1, 1.0, 1.0, canary_steps=(1,))
-        >>> r = check_heuristic_family(rng.normal(1, 1, 10**4), rng.normal(0, 1, 10**4), acc)
-        >>> r.rejected, r.param_interval[0] < 1.0 < r.param_interval[1]
-        (False, True)
-    """
-    if not isinstance(accounting, Accounting):
-        raise TypeError(f"accounting must be an advsim.Accounting, got {type(accounting).__name__}")
-    curve, err, mixture = _family_curve(accounting)
-
-    def limits(boxes):
-        return (
-            _bisect_limits(curve, boxes["a_hi"], boxes["b_hi"], 0.0, math.inf, lower=True, tol=err),
-            _bisect_limits(
-                curve, boxes["a_lo"], boxes["b_lo"], 0.0, math.inf, lower=False, tol=err
-            ),
-        )
-
-    def show(theta_lo, theta_hi):  # sigma = 1 / theta, so the ends swap
-        def inv(t):
-            return math.inf if t <= 0 else (0.0 if math.isinf(t) else 1.0 / t)
-
-        return (inv(theta_hi), inv(theta_lo))
-
-    return _check_convex_family(
-        canary_in, canary_out, curve, limits, level=level, assumption="heuristic_family",
-        param_name="sigma", show=show, mixture=mixture, tol=err,
-    )  # fmt: skip

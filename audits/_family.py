@@ -18,7 +18,7 @@ import scipy.optimize
 import advsim.bounds as _bounds
 from advsim import Accounting
 
-from ._assumption import check_heuristic_family
+from ._assumption_families import check_heuristic_family
 from ._base import AbstractAssumedAudit
 
 __all__ = ["HeuristicFamilyAudit"]

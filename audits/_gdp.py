@@ -9,7 +9,7 @@ import scipy.stats
 
 import advsim.bounds as _bounds
 
-from ._assumption import check_gaussian_tradeoff
+from ._assumption_families import check_gaussian_tradeoff
 from ._base import AbstractAssumedAudit
 
 __all__ = ["GaussianDPAudit"]

@@ -30,7 +30,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ProjectionScore, ThresholdAdversary
-from advsim.audits._assumption import check_gaussian_tradeoff, check_heuristic_family
+from advsim.audits import check_gaussian_tradeoff, check_heuristic_family
 from advsim.audits._threshold import split_halves
 from advsim.mechanisms import LinearProcess, ThresholdLandscape
 from advsim.testing import clopper_pearson_interval

@@ -20,7 +20,7 @@ import scipy.special
 import scipy.stats
 
 from advsim.audits import check_gaussian_tradeoff, check_heuristic_family
-from advsim.audits._assumption import _family_curve
+from advsim.audits._assumption_families import _family_curve
 from advsim.audits._binned_fit import (
     _MIN_PER_BIN,
     _bin_counts,
