@@ -87,9 +87,7 @@ whose outcome depends on the order of the search.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 
 import numpy as np
 import scipy.optimize
@@ -97,12 +95,31 @@ import scipy.special
 import scipy.stats
 
 from advsim import Scores
-from advsim.bounds import gdp_epsilon
 
 from ._eps_delta import eps_delta_terms
 from ._guarantee import Guarantee
-from ._one_run import one_run_epsilon, one_run_p_value
-from ._one_run_fdp import one_run_gdp_mu
+from ._jax_privacy_strategies import (  # noqa: F401 (re-exported)
+    _FIELDS,
+    Bonferroni,
+    Explicit,
+    MultiSplit,
+    Split,
+    ThresholdStrategy,
+    _check_fraction,
+    as_strategy,
+)
+from ._jax_privacy_terms import (  # noqa: F401 (re-exported)
+    _best,
+    _check_delta,
+    _check_significance,
+    _fdp_eps,
+    _Found,
+    _gdp_log_delta_gap,
+    _one_run_eps,
+    _partition,
+    _precision_lower,
+    _upper_hull,
+)
 from ._result import AuditResult
 from ._threshold import clopper_pearson_upper, counts_at
 
@@ -115,202 +132,6 @@ __all__ = [
     "ThresholdStrategy",
     "as_strategy",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class ThresholdStrategy:
-    """How a bound chooses its threshold (the base of `Explicit`, `Split`, `MultiSplit`,
-    `Bonferroni`), as jax_privacy's `auditing.ThresholdStrategy`."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Bonferroni(ThresholdStrategy):
-    """The best threshold of the hull of (FN, TN) counts, each at level significance / K
-    (K hull thresholds, counted on the scores themselves): jax_privacy's default."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Explicit(ThresholdStrategy):
-    """The bound at a given threshold, counted on all scores.
-
-    Attributes:
-        threshold: the test says "in" iff `score >= threshold`.
-    """
-
-    threshold: float
-
-
-def _check_fraction(frac) -> None:
-    if not 0.0 < frac < 1.0:
-        raise ValueError(f"threshold_estimation_frac must be in (0, 1), got {frac!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Split(ThresholdStrategy):
-    """Choose the threshold on a random part of each world, count on the rest.
-
-    Attributes:
-        threshold_estimation_frac: the share of each world that chooses the threshold
-            (the first `int(n * frac)` of a permutation), in (0, 1).
-        seed: seed of `np.random.default_rng`; None draws one non-deterministically.
-    """
-
-    threshold_estimation_frac: float = 0.5
-    seed: int | None = None
-
-    def __post_init__(self):
-        _check_fraction(self.threshold_estimation_frac)
-
-
-@dataclasses.dataclass(frozen=True)
-class MultiSplit(ThresholdStrategy):
-    """The `np.median` of `num_samples` `Split` bounds, each at level significance / 2.
-
-    Attributes:
-        num_samples: the number of splits, >= 1.
-        threshold_estimation_frac: each split's choosing share, in (0, 1).
-        seed: seed of the generator that draws the splits' seeds; None draws one
-            non-deterministically.
-    """
-
-    num_samples: int = 100
-    threshold_estimation_frac: float = 0.5
-    seed: int | None = None
-
-    def __post_init__(self):
-        _check_fraction(self.threshold_estimation_frac)
-        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int | np.integer):
-            raise TypeError(f"num_samples must be an int, got {self.num_samples!r}")
-        if self.num_samples < 1:
-            raise ValueError(f"num_samples must be >= 1, got {self.num_samples!r}")
-
-
-_FIELDS = {
-    "Bonferroni": (Bonferroni, ()),
-    "Explicit": (Explicit, ("threshold",)),
-    "Split": (Split, ("threshold_estimation_frac", "seed")),
-    "MultiSplit": (MultiSplit, ("num_samples", "threshold_estimation_frac", "seed")),
-}
-
-
-def as_strategy(strategy) -> ThresholdStrategy:
-    """This module's strategy for `strategy`: one of its own (returned as is), or
-    jax_privacy's `auditing.Explicit`, `Split`, `MultiSplit`, `Bonferroni` (read by class
-    name and fields, without importing jax_privacy).
-
-    Raises:
-        TypeError: anything else.
-
-    Example:
-        >>> as_strategy(Split(0.3, seed=1))
-        Split(threshold_estimation_frac=0.3, seed=1)
-    """
-    if isinstance(strategy, ThresholdStrategy):
-        return strategy
-    cls = type(strategy)
-    if cls.__module__.startswith("jax_privacy") and cls.__name__ in _FIELDS:
-        ours, fields = _FIELDS[cls.__name__]
-        return ours(*(getattr(strategy, f) for f in fields))
-    raise TypeError(
-        "threshold_strategy must be Explicit, Split, MultiSplit or Bonferroni (this "
-        f"module's or jax_privacy.auditing's), got {strategy!r}"
-    )
-
-
-def _upper_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points kept by jax_privacy's frontier: the first and last, and each
-    point strictly above the segment joining its kept neighbours (integer arithmetic, so
-    exact). A point on or below the segment joining its two immediate neighbours is
-    below the hull and dropped first (vectorised); a monotone-chain scan over the rest
-    (sorted by x) keeps the hull."""
-    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
-    dx, dy = np.diff(x), np.diff(y)
-    above = dy[:-1] * dx[1:] - dy[1:] * dx[:-1] > 0
-    idx = np.flatnonzero(np.concatenate([[True], above, [True]]))
-    xs, ys = x[idx].tolist(), y[idx].tolist()
-    kept: list[int] = []
-    for i in range(len(xs)):
-        while len(kept) >= 2:
-            j, k = kept[-2], kept[-1]
-            turn = (ys[k] - ys[j]) * (xs[i] - xs[k]) - (ys[i] - ys[k]) * (xs[k] - xs[j])
-            if turn > 0:
-                break
-            kept.pop()
-        kept.append(i)
-    return idx[kept]
-
-
-def _partition(scores: np.ndarray, rng: np.random.Generator, frac: float) -> tuple:
-    """(choosing part, counting part): the first `int(n * frac)` of a permutation."""
-    perm = rng.permutation(len(scores))
-    cut = int(len(scores) * frac)
-    return scores[perm[:cut]], scores[perm[cut:]]
-
-
-def _check_significance(significance, high: float) -> None:
-    if not 0 < significance < high:
-        raise ValueError(f"significance must be in (0, {high}), got {significance}.")
-
-
-def _check_delta(delta, *, zero_ok: bool) -> None:
-    ok = 0 <= delta <= 1 if zero_ok else 0 < delta <= 1
-    if not ok:
-        raise ValueError(f"delta must be in {'[' if zero_ok else '('}0, 1], got {delta}.")
-
-
-@dataclasses.dataclass(frozen=True)
-class _Found:
-    """One bound at one threshold: eps, the threshold and what the bound read there."""
-
-    eps: float
-    threshold: float
-    details: dict
-
-
-def _best(terms: np.ndarray) -> tuple[float, int]:
-    """`(max(0, best term), its index)`, or `(0.0, -1)` when no term bounds anything."""
-    idx = int(np.argmax(terms))
-    if not np.isfinite(terms[idx]):
-        return 0.0, -1
-    return max(0.0, float(terms[idx])), idx
-
-
-def _precision_lower(tp: np.ndarray, fp: np.ndarray, level: float) -> np.ndarray:
-    """1 - the Clopper-Pearson upper bound on the false share of the guesses (0 where no
-    guess is made): the order in which the one-run searches visit thresholds."""
-    total = tp + fp
-    out = np.zeros(total.shape)
-    ok = fp < total
-    out[ok] = 1.0 - scipy.stats.beta.ppf(1 - level, fp[ok] + 1, total[ok] - fp[ok])
-    return out
-
-
-def _one_run_eps(m: int, r: int, v: int, level: float, delta: float, floor: float) -> float:
-    """The one-run (eps, delta) bound of r guesses, v correct, if above `floor`; else
-    `floor` (when the p-value at `floor`, first with delta = 0, the cheaper, then with
-    `delta`, reaches the level: the p-value rises with eps, so nothing above is rejected)."""
-    if one_run_p_value(m, r, v, floor, 0.0) >= level:
-        return floor
-    if floor > 0 and one_run_p_value(m, r, v, floor, delta) >= level:
-        return floor
-    return max(floor, one_run_epsilon(m, r, v, delta=delta, level=level))
-
-
-def _fdp_eps(m: int, r: int, v: int, level: float, delta: float, floor: float) -> float:
-    """The eps of G_mu at the largest mu the r guesses (v correct) reject, if above `floor`."""
-    mu = one_run_gdp_mu(m, r, v, level=level)
-    return max(floor, float(gdp_epsilon(delta, mu)) if mu > 0 else 0.0)
-
-
-def _gdp_log_delta_gap(eps: float, mu: float, delta: float) -> float:
-    """log delta(eps) - log delta for G_mu (Corollary 2.13 of arXiv:1905.02383, as
-    log(Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)), in the log domain)."""
-    a = scipy.stats.norm.logcdf(-(eps / mu) + mu / 2)
-    b = eps + scipy.stats.norm.logcdf(-(eps / mu) - mu / 2)
-    if b > a:
-        return -math.inf
-    with np.errstate(divide="ignore"):
-        return float(a + np.log1p(-np.exp(b - a))) - math.log(delta)
 
 
 class CanaryScoreAuditor:
@@ -496,7 +317,7 @@ class CanaryScoreAuditor:
         delta: float = 0,
         one_sided: bool = True,
         *,
-        threshold_strategy: ThresholdStrategy = Bonferroni(),
+        threshold_strategy: ThresholdStrategy = Bonferroni(),  # noqa: B008 (frozen)
     ) -> float:
         """The Clopper-Pearson epsilon lower bound (arXiv:2101.04535), as jax_privacy's.
 
@@ -522,7 +343,7 @@ class CanaryScoreAuditor:
         delta: float = 0,
         one_sided: bool = True,
         *,
-        threshold_strategy: ThresholdStrategy = Bonferroni(),
+        threshold_strategy: ThresholdStrategy = Bonferroni(),  # noqa: B008 (frozen)
     ) -> AuditResult:
         """`epsilon_clopper_pearson`'s bound as an advsim `AuditResult`.
 
@@ -577,7 +398,7 @@ class CanaryScoreAuditor:
         delta: float,
         one_sided: bool = True,
         *,
-        threshold_strategy: ThresholdStrategy = Bonferroni(),
+        threshold_strategy: ThresholdStrategy = Bonferroni(),  # noqa: B008 (frozen)
     ) -> float:
         """The one-run (eps, delta) lower bound (arXiv:2305.08846), as jax_privacy's.
 
@@ -603,7 +424,7 @@ class CanaryScoreAuditor:
         delta: float,
         one_sided: bool = True,
         *,
-        threshold_strategy: ThresholdStrategy = Bonferroni(),
+        threshold_strategy: ThresholdStrategy = Bonferroni(),  # noqa: B008 (frozen)
     ) -> float:
         """The one-run f-DP bound (arXiv:2410.22235) as eps, as jax_privacy's.
 
