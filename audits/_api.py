@@ -14,7 +14,7 @@ from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
-from ._strategies import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
+from ._strategy_registry import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
 from ._threshold import _check_real_scores
 from ._tradeoff import TradeoffAudit
 

@@ -13,16 +13,6 @@ import scipy.stats
 
 from advsim.bounds import gdp_epsilon
 
-from ._jax_privacy_strategies import (  # noqa: F401 (re-exported)
-    _FIELDS,
-    Bonferroni,
-    Explicit,
-    MultiSplit,
-    Split,
-    ThresholdStrategy,
-    _check_fraction,
-    as_strategy,
-)
 from ._one_run import one_run_epsilon, one_run_p_value
 from ._one_run_fdp import one_run_gdp_mu
 

@@ -57,7 +57,7 @@ from advsim import Scores
 from advsim._io import write_json
 from advsim.audits import AssumptionRejectedWarning, audit
 from advsim.audits._eps_delta import eps_delta_terms
-from advsim.audits._strategies import STRATEGIES
+from advsim.audits._strategy_registry import STRATEGIES
 from advsim.audits._threshold import clopper_pearson_upper, counts_at
 from advsim.bounds import gdp_epsilon
 

@@ -14,7 +14,8 @@ import functools
 import math
 from collections.abc import Mapping
 
-from advsim.audits._strategies import PROJECTED_SPLIT_MIN_SCORES, RANK_SPLIT_MIN_SCORES
+from advsim.audits._rank_split import RANK_SPLIT_MIN_SCORES
+from advsim.audits._strategies import PROJECTED_SPLIT_MIN_SCORES
 from advsim.bounds import gdp_epsilon
 from advsim.bounds._composition import _VDI as COMPOSITION_VDI
 from advsim.bounds._pld_fast import MAX_GRID_POINTS, grid_size, smallest_sigma

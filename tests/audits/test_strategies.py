@@ -89,7 +89,7 @@ def test_threshold_selections_come_from_the_registry_and_the_strategies():
     """Every audit's own selections, then every strategy, each with the options of `audit`
     it takes (read off the strategy's signature)."""
     from advsim.audits import AUDITS, THRESHOLD_SELECTIONS
-    from advsim.audits._strategies import STRATEGIES
+    from advsim.audits._strategy_registry import STRATEGIES
 
     own = {s for cls in AUDITS.values() for s in cls.threshold_selections}
     names = tuple(THRESHOLD_SELECTIONS)
