@@ -62,6 +62,7 @@ from ._base import (
     AssumptionRejectedWarning,
 )
 from ._bayes import BayesianEstimate, bayesian_audit, bayesian_estimate, posterior_eps_cdf
+from ._bootstrap import bootstrap_interval
 from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
@@ -72,7 +73,6 @@ from ._metrics import (
     MetricEstimate,
     auroc,
     balanced_accuracy,
-    bootstrap_interval,
     eps_from_counts,
     tpr_at_fpr,
 )
