@@ -78,7 +78,8 @@ from advsim import Accounting
 from advsim.bounds import CURVE_MARGIN
 from advsim.validation import check_delta, check_in_interval, check_int
 
-from ._certify import _CURVE_NAMES, _EPS_NAMES, VIOLATION_BOUNDS, _eps_equivalent, _family
+from ._certify import VIOLATION_BOUNDS, _eps_equivalent, _family
+from ._certify_names import _CURVE_NAMES, _EPS_NAMES
 from ._one_run import COIN_TEST_LEVEL, OneRunResult, _check_inputs, check_coins, one_run_guesses
 
 __all__ = [
