@@ -3,25 +3,22 @@ value compiles the simulation again: `check_mechanism` names such a field with t
 (`as_traced_float`), and a sweep whose cells give it several values warns once per class
 before its first cell runs. The traced version of the same class gives neither."""
 
-import textwrap
 import warnings
 
 import jax
-import jax.numpy as jnp
 import pytest
 
 import advsim
 from advsim._simulate import _chunk_scores
 from advsim._static_floats import recompiling_floats, static_float_fields
 from advsim.adversaries import ProjectionScore
-from advsim.sweep import RecompileWarning, load_config, run_sweep
+from advsim.sweep import RecompileWarning, parse_config, run_sweep
 from advsim.testing import check_mechanism
-from advsim.validation import as_traced_float, check_nonnegative
 
 # The same scalar construction twice: DP-SGD on -C m plus a restoring force alpha m^3, with
-# alpha a plain float (static) or a traced 0-d array. `unread` is read by no method.
+# alpha a plain float (static) or a traced 0-d array; `unread` is read by no method. The
+# sweeps import it by path, as a user's module; the tests below run the same classes.
 MODULE = '''
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -32,39 +29,11 @@ from advsim.validation import as_traced_float, check_nonnegative
 class StaticCubic(advsim.AbstractMechanism):
     params: advsim.DPSGDParams
     alpha: float
-
-    def __init__(self, steps, sampling_prob, noise_multiplier, alpha=0.01):
-        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier)
-        self.alpha = float(alpha)
-
-    def init_model(self):
-        return jnp.zeros((1,))
-
-    def canary_gradient(self, model, t):
-        return -jnp.ones_like(model)
-
-    def regularizer_gradient(self, model, t):
-        return self.alpha * model**3
-
-
-class TracedCubic(StaticCubic):
-    alpha: np.ndarray
-
-    def __init__(self, steps, sampling_prob, noise_multiplier, alpha=0.01):
-        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier)
-        self.alpha = as_traced_float("alpha", alpha, check_nonnegative)
-'''
-
-
-class StaticCubic(advsim.AbstractMechanism):
-    """Read by `regularizer_gradient` (alpha) and by nothing (unread)."""
-
-    params: advsim.DPSGDParams
-    alpha: float
     unread: float
 
-    def __init__(self, alpha=0.01, unread=2.0):
-        self.params = advsim.DPSGDParams(3, 1.0, 1.0)
+    def __init__(self, steps=3, sampling_prob=1.0, noise_multiplier=1.0, alpha=0.01,
+                 unread=2.0):
+        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier)
         self.alpha, self.unread = float(alpha), float(unread)
 
     def init_model(self):
@@ -78,13 +47,18 @@ class StaticCubic(advsim.AbstractMechanism):
 
 
 class TracedCubic(StaticCubic):
-    alpha: jnp.ndarray
-    unread: jnp.ndarray
+    alpha: np.ndarray
+    unread: np.ndarray
 
-    def __init__(self, alpha=0.01, unread=2.0):
-        self.params = advsim.DPSGDParams(3, 1.0, 1.0)
+    def __init__(self, steps=3, sampling_prob=1.0, noise_multiplier=1.0, alpha=0.01,
+                 unread=2.0):
+        self.params = advsim.DPSGDParams(steps, sampling_prob, noise_multiplier)
         self.alpha = as_traced_float("alpha", alpha, check_nonnegative)
         self.unread = as_traced_float("unread", unread, check_nonnegative)
+'''
+_CLASSES: dict = {}
+exec(MODULE, _CLASSES)
+StaticCubic, TracedCubic = _CLASSES["StaticCubic"], _CLASSES["TracedCubic"]
 
 
 def test_check_mechanism_names_each_static_float_field_and_the_fix():
@@ -123,36 +97,26 @@ def test_a_field_no_method_reads_still_compiles_again():
     assert _chunk_scores._cached._cache_size() == after
 
 
-def _sweep(tmp_path, monkeypatch, cls: str, cells: str):
+def _sweep(tmp_path, monkeypatch, cls: str, alphas: list):
+    """The config of an audit sweep over alpha, the class imported by path (a user's
+    module on the import path); the cells' mechanisms are built as it is parsed."""
     (tmp_path / "cubics.py").write_text(MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    config = tmp_path / "cubic.toml"
-    config.write_text(
-        textwrap.dedent(f"""
-        [sweep]
-        mode = "audit"
-        trials = 200
-        delta = 1e-3
-        exact = false
-
-        [mechanism]
-        name = "cubics:{cls}"
-        steps = 2
-        sampling_prob = 1.0
-        noise_multiplier = 1.0
-
-        [grid]
-        alpha = {cells}
-    """)
-    )
-    return load_config(config)
+    return parse_config(
+        {
+            "sweep": {"mode": "audit", "trials": 200, "delta": 1e-3, "exact": False},
+            "mechanism": {"name": f"cubics:{cls}", "steps": 2, "sampling_prob": 1.0,
+                          "noise_multiplier": 1.0},
+            "grid": {"alpha": alphas},
+        }
+    )  # fmt: skip
 
 
 def test_a_two_cell_sweep_over_a_static_float_warns_once(tmp_path, monkeypatch):
-    # The cells' mechanisms are built when the config is read: the warning comes then,
+    # The cells' mechanisms are built when the config is parsed: the warning comes then,
     # before any cell compiles, and the run itself says nothing more.
     with pytest.warns(RecompileWarning) as record:
-        cfg = _sweep(tmp_path, monkeypatch, "StaticCubic", "[0.01, 0.02]")
+        cfg = _sweep(tmp_path, monkeypatch, "StaticCubic", [0.01, 0.02])
         rows = run_sweep(cfg, tmp_path / "out", progress=False)
     assert len(rows) == 2
     recompiles = [w for w in record if issubclass(w.category, RecompileWarning)]
@@ -165,7 +129,7 @@ def test_a_two_cell_sweep_over_a_static_float_warns_once(tmp_path, monkeypatch):
 def test_the_traced_sweep_does_not_warn(tmp_path, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RecompileWarning)
-        cfg = _sweep(tmp_path, monkeypatch, "TracedCubic", "[0.01, 0.02]")
+        cfg = _sweep(tmp_path, monkeypatch, "TracedCubic", [0.01, 0.02])
         rows = run_sweep(cfg, tmp_path / "out", progress=False)
     assert len(rows) == 2
 
