@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
@@ -48,6 +49,28 @@ class ProjectionScore(AbstractAdversary):
             direction = direction / np.max(np.abs(direction))
             direction = (direction / np.linalg.norm(direction)).astype(np.float32)
         self.direction = direction
+
+    def check_mechanism(self, mechanism: AbstractMechanism) -> str | None:
+        """The default direction needs a canary gradient at m_0 and step 1: a zero (or
+        non-finite) one gives the direction 0/0, and every score NaN."""
+        if self.direction is not None:
+            if np.size(self.direction) != np.size(jax.eval_shape(mechanism.init_model)):
+                return (
+                    f"direction has {np.size(self.direction)} coordinates, the model "
+                    f"{np.size(jax.eval_shape(mechanism.init_model))}"
+                )
+            return None
+        m0 = mechanism.init_model()
+        g = np.asarray(clip_gradients(mechanism.canary_gradient(m0, jnp.int32(1)),
+                                      mechanism.clip_norm))  # fmt: skip
+        if not np.all(np.isfinite(g)) or not np.any(g):
+            return (
+                "its default direction is the canary's clipped gradient at m_0 and step 1, "
+                f"which is {'zero' if np.all(np.isfinite(g)) else 'not finite'} here, so "
+                "every score would be NaN; pass ProjectionScore(direction=...) to project "
+                "on a vector of your choice"
+            )
+        return None
 
     def score(self, mechanism: AbstractMechanism, release) -> Float[Array, ""]:
         u = _descent_direction(mechanism) if self.direction is None else self.direction

@@ -30,6 +30,18 @@ class AbstractAdversary(eqx.Module):
         """
         return mechanism
 
+    def check_mechanism(self, mechanism: AbstractMechanism) -> str | None:
+        """Why this adversary cannot score runs of `mechanism`, or None where it can.
+
+        `simulate` calls it on the crafted mechanism before any run and raises a
+        ValueError with the reason; `advsim.testing.check_adversary` reports it too. An
+        adversary overrides it where some mechanisms would give it meaningless scores
+        (`ProjectionScore` on a zero canary gradient: no direction to project on). It
+        runs eagerly, on the host, once per simulation (default: None, no condition).
+        """
+        del mechanism
+        return None
+
     @abc.abstractmethod
     def score(self, mechanism: AbstractMechanism, release: Float[Array, ...]) -> Float[Array, ""]:
         """One number per run; higher means "canary in"."""

@@ -490,6 +490,11 @@ def crafted_run(mechanism, adversary, key, release: str, binomial: str) -> tuple
     key = as_key(key)
     crafted = adversary.craft(mechanism)
     _check_x64(crafted)
+    reason = adversary.check_mechanism(crafted)
+    if reason is not None:
+        raise ValueError(
+            f"{type(adversary).__name__} cannot score runs of {type(crafted).__name__}: {reason}"
+        )
     # Where one program serves every T, so do its shapes: they are checked once for all T
     # of a sweep, on the placeholder (a method that fails to trace leaves it to the
     # T-specific check, which names it).

@@ -35,7 +35,8 @@ Mechanism checks (`MECHANISM_CHECKS`):
 Adversary checks (`ADVERSARY_CHECKS`):
 
 - `"craft"`: `craft` returns a mechanism, the same one when called twice, with the
-  mechanism's accounting (the bounds are read against it);
+  mechanism's accounting (the bounds are read against it), that the adversary's own
+  `check_mechanism` accepts (the reason it gives, where it does not);
 - `"shapes"`: the crafted mechanism's shapes, and `score` returns one scalar per run;
 - `"determinism"`: the same key gives identical scores;
 - `"finite"`: every score is finite, one per run;
@@ -356,6 +357,9 @@ def _check_craft(adversary: AbstractAdversary, mechanism: AbstractMechanism) -> 
     crafted = adversary.craft(mechanism)
     if not isinstance(crafted, AbstractMechanism):
         raise AssertionError(f"craft returned a {type(crafted).__name__}, not an AbstractMechanism")
+    reason = adversary.check_mechanism(crafted)
+    if reason is not None:
+        raise AssertionError(f"it cannot score runs of {type(crafted).__name__}: {reason}")
     if not bool(eqx.tree_equal(crafted, adversary.craft(mechanism))):
         raise AssertionError("craft returned different mechanisms for the same mechanism")
     if crafted.accounting() != mechanism.accounting():

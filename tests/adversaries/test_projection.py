@@ -216,3 +216,33 @@ def test_a_duck_typed_projection_law_is_not_a_capability():
 
     with pytest.raises(TypeError, match="has no projection_law"):
         LikelihoodRatioScore().score(_Duck(), jnp.zeros(2))
+
+
+class _NoCanaryGradient(AbstractMechanism):
+    """A canary whose gradient is zero at m_0 = 0 (the loss m^2 / 2 at its minimum)."""
+
+    params: DPSGDParams
+
+    def __init__(self):
+        self.params = DPSGDParams(3, 0.5, 1.0)
+
+    def init_model(self):
+        return jnp.zeros(2)
+
+    def canary_gradient(self, model, t):
+        return model
+
+
+def test_projection_refuses_a_zero_canary_gradient_before_any_run():
+    # The default direction -g/||g|| is 0/0 there: every score would be NaN. The reason is
+    # given before anything is simulated, and by the contract's craft check.
+    mech = _NoCanaryGradient()
+    with pytest.raises(ValueError, match="cannot score runs of _NoCanaryGradient: .* zero here"):
+        advsim.simulate(mech, ProjectionScore(), 100, key=0)
+    with pytest.raises(AssertionError, match="craft.*cannot score runs of _NoCanaryGradient"):
+        advsim.testing.check_adversary(ProjectionScore(), mech, checks=["craft"])
+    # A direction of the user's choice has no such condition, but must fit the model.
+    scores = advsim.simulate(mech, ProjectionScore(direction=[1.0, 0.0]), 100, key=0)
+    assert np.all(np.isfinite(scores.canary_in)) and np.all(np.isfinite(scores.canary_out))
+    with pytest.raises(ValueError, match="direction has 3 coordinates, the model 2"):
+        advsim.simulate(mech, ProjectionScore(direction=[1.0, 0.0, 0.0]), 100, key=0)
