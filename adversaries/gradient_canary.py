@@ -65,6 +65,14 @@ class BiasedCoordinate(AbstractAdversary):
     at $n$ of $T$ steps it is $\eta(nC + \mathcal{N}(0, T\sigma^2C^2))$ in, and
     $\eta\,\mathcal{N}(0, T\sigma^2C^2)$ out: $\mu = n / (\sqrt{T}\sigma)$-GDP.
 
+    Where the other gradients react to the model, the canary's push along coordinate j can
+    be undone, or overturned, by the last step: on `GradientCanary`'s `"logistic"` contract
+    example (learning rate 1, features of scale up to 3) the logistic data overshoot along
+    coordinate 3, and its in-world mean displacement is below the out-world's (-1.33
+    against -0.65 at 20000 runs per world). `advsim.testing.check_adversary`'s sign check
+    then fails, rightly: higher scores do not mean "canary in" for that pair, and an audit
+    of it returns 0. Score a coordinate the data move little, or use `RandomDirection`.
+
     Args:
         coordinate: j >= 0 (below the mechanism's dimension).
 

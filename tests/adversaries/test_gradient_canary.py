@@ -190,3 +190,16 @@ def test_adversaries_refuse_bad_input():
         RandomDirection(-1)
     with pytest.raises(TypeError, match="GradientCanary"):
         RandomDirection(0).craft(LinearProcess(5, 0.1, 1.0))
+
+
+@pytest.mark.slow  # 4 s: two sign checks at 20000 runs per world
+def test_logistic_data_overturn_the_push_along_coordinate_3():
+    # The sign check is right to fail this pair (BiasedCoordinate's docstring): the
+    # logistic data overshoot along coordinate 3, so its in-world displacement is lower.
+    # Coordinate 0, which the data move less, passes.
+    from advsim.testing import check_adversary
+
+    mech = GradientCanary.contract_examples()["logistic"]
+    with pytest.raises(AssertionError, match="canary-in scores are below the canary-out"):
+        check_adversary(BiasedCoordinate(3), mech, checks=["sign"], trials=20_000)
+    check_adversary(BiasedCoordinate(0), mech, checks=["sign"], trials=20_000)
