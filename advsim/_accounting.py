@@ -62,7 +62,7 @@ class Accounting:
 
     Attributes:
         steps: T, the number of noisy steps (noise accumulates over all of them), in
-            [1, `advsim._limits.MAX_STEPS`].
+            [1, 10^7].
         sampling_prob: q, the probability that the canary is in the batch at a step that
             can carry it (1.0 for a fixed batch that always contains it).
         noise_multiplier: sigma; each step adds N(0, sigma^2 C^2 I).

@@ -215,8 +215,8 @@ def run_mechanism(
         count_samplers: how the Poisson-sampled group counts are drawn. None (the
             default): all groups at once by `jax.random.binomial(k_count, counts, q,
             (T, g))`. Otherwise one entry per group, drawn from `fold_in(k_count, j)`:
-            a sampler built for that group's (count, q) (`advsim._binomial`, e.g. the
-            exact `BinomialTable`), or None for `jax.random.binomial` of that group
+            a sampler built for that group's (count, q) (e.g. an exact binomial
+            table), or None for `jax.random.binomial` of that group
             alone. `advsim.simulate` passes tables for huge groups (see its `binomial`).
             Not used for an `AbstractPerExampleData` mechanism: its examples' Poisson
             memberships are `bernoulli_from_bits(k_count, q, (T, n))`, and the engine

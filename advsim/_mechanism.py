@@ -239,7 +239,7 @@ class AbstractPerExampleData(AbstractMechanism):
     Instead of groups of identical examples, it supplies the gradients of any examples by
     index, `example_gradients(model, indices, t)`, and the engine computes only the sampled
     ones: at each step it draws every example's membership $\mathrm{Bernoulli}(q)$
-    (Poisson sampling; `advsim._dpsgd.bernoulli_from_bits`), gathers the sampled indices in
+    (Poisson sampling, from the run's counter-based random bits), gathers the sampled indices in
     index order into blocks of `max_batch_size` $B$ (padding masked out), and sums the
     clipped `vmap(grad)` rows of block after block (a `lax.while_loop`) until every sampled
     example is in: $\lceil k / B \rceil$ blocks for $k$ sampled examples (at least one).

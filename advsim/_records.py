@@ -1,7 +1,7 @@
 """The hyperparameters every DP-SGD mechanism shares, as one checked record.
 
 `DPSGDParams` holds them (the scalars as traced 0-d float64 arrays, see
-`advsim._validation.as_traced_float`)
+`advsim.validation.as_traced_float`)
 and `DPSGDOptions` lists the keywords a mechanism forwards to it.
 """
 
@@ -53,7 +53,7 @@ class DPSGDParams(eqx.Module):
     float64 on the host keeps `accounting()` exact (q = 0.01 stays 0.01).
 
     Args:
-        steps: T in [1, 10^7] (`advsim._limits.MAX_STEPS`; static: it sets the scan
+        steps: T in [1, 10^7] (static: it sets the scan
             length).
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.

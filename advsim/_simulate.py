@@ -528,7 +528,7 @@ def simulate(
     Args:
         mechanism: the DP-SGD run.
         adversary: crafts the run and scores its release.
-        trials: runs per world, in [2, 2**32 - 1] (`advsim._limits.check_trials`).
+        trials: runs per world, in [2, 2**32 - 1].
         key: a `jax.random.key` or an integer seed in [0, 2**64) (see `as_key`: seeds
             below 2**32 give `jax.random.key(seed)`). The in-world uses `fold_in(key, 1)`,
             the out-world `fold_in(key, 0)`, run i of a world `fold_in(world_key, i)`: the
@@ -536,8 +536,7 @@ def simulate(
         chunk_size: runs per compiled chunk, rounded up to whole blocks on every device
             (default: 16 blocks per device; see `block_size`), and at most the smallest
             power of two of blocks per device that holds `trials`; one whose indices and
-            scores would not fit in the memory available is refused
-            (`advsim._limits.check_chunk_size`).
+            scores would not fit in the memory available is refused.
         release: "last" (only m_T is released, the default) or "all" (m_0, ..., m_T).
         progress: show a tqdm bar; default: when the job has more than 5e7 run-steps.
         check_finite: raise `NonFiniteScoresError` if any score is NaN or inf (default).

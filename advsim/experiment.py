@@ -154,7 +154,7 @@ def run_audit(
         mechanism: the DP-SGD run.
         adversary: crafts it and scores its releases.
         trials: runs per world.
-        seed: the simulation key is `advsim._simulate.as_key(seed)` (`jax.random.key(seed)`
+        seed: the simulation key is `simulate`'s for this seed (`jax.random.key(seed)`
             for seeds below 2**32); the split of runs into
             threshold-choosing and counting halves also uses `seed` unless `audit_seed`
             is given.

@@ -7,7 +7,7 @@ estimator's distribution and coverage can be measured against the mechanism's ex
 epsilon. Repetition `i` uses the key `fold_in(key, i)` alone:
 
 1. the inclusion bits $S_i \sim \mathrm{Bernoulli}(1/2)^m$ from its first split;
-2. one run of the engine (`advsim._dpsgd.run_mechanism`, which clips every example's
+2. one run of the engine (as `advsim.simulate` runs it: it clips every example's
    gradient, samples the batch and adds the noise) on `mechanism.with_included(S_i)`,
    from its second split; the engine's own single canary is absent (`canary_in=False`):
    the m canaries are the mechanism's data groups, each of count 0 or 1;

@@ -9,8 +9,7 @@
   order survives grey-scale printing, and each number's colour is chosen for contrast.
 - `plot_ratio_heatmap`: a ratio over such a grid: one column over another (e.g. heuristic
   / composition), or a column over its value at a baseline (e.g. eps(T) / eps(1)).
-- `plot_tradeoff_panels`, `plot_eps_emp_vs_eps`: Annamalai (2024)'s Figures 1-2
-  (`advsim._plot_tradeoff`).
+- `plot_tradeoff_panels`, `plot_eps_emp_vs_eps`: Annamalai (2024)'s Figures 1-2.
 
 Cells and markers whose number rests on an assumption, whose assumption was rejected, or
 whose estimate lies above composition are marked (`MARK_NOTES`).

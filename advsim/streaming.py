@@ -14,7 +14,7 @@ r"""Streaming audits of $10^8$-$10^9$ runs per world: a pilot plans, the main ru
    $K$ tests' Clopper-Pearson (eps, delta) bounds, Bonferroni over $K$. It is held out by
    construction (the thresholds never see the counted runs) and so rigorous: with
    probability at least `confidence` it is at most the run's true epsilon (proof:
-   `advsim.audits._streaming`'s module docstring, reproduced in the docs).
+   the streaming audits' guide in the docs).
 
 With `checkpoint=PATH` the plan and the counts so far are written atomically as the run
 goes; the same call with the same path resumes from them (the pilot is not redrawn), and

@@ -53,7 +53,7 @@ def _threshold_selections() -> dict[str, tuple[str, ...]]:
 THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = _threshold_selections()
 """Every `threshold_selection` `audit` accepts, with the options of `audit` it takes: the
 audits' own (`AbstractAudit.threshold_selections`: "split", "same"; no options), then the
-strategies of `audits._strategies` ("explicit" takes `threshold`, "multi_split"
+threshold strategies ("explicit" takes `threshold`, "multi_split"
 `num_splits`, "projected_split" `selection_fraction`, read off their signatures).
 """
 
@@ -176,7 +176,7 @@ def audit(
         confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
         threshold_selection: one of `THRESHOLD_SELECTIONS`: `"split"` (held out),
             `"same"` (optimistic), or one of jax_privacy's strategies
-            (`audits._strategies`): `"explicit"` (at `threshold`, all runs counted),
+            (`STRATEGIES`): `"explicit"` (at `threshold`, all runs counted),
             `"multi_split"` (the lower median of `num_splits` split bounds at level
             (1 - c) / 2, Meinshausen et al. 2009; held out) or `"bonferroni"` (the best
             of all thresholds at level (1 - c) / K; placed at the observed scores, so not

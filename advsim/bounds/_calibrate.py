@@ -350,8 +350,7 @@ def calibrate_noise_multiplier(
     composition_epsilon(delta, ..., sigma - tol)` (same discretization; the accountant is
     dp_accounting's PLD, as in `composition_epsilon`, whose numbers these are, cached).
 
-    The search, coarse to fine (the module docstring of `advsim.bounds._calibrate` has
-    the details and timings):
+    The search, coarse to fine (the speed guide has the timings):
 
     1. On the coarse grid (1e-2: 1/100 of the default's points): secant steps from the
        central-limit approximation of the subsampled Gaussian until the root is

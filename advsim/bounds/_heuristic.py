@@ -243,7 +243,7 @@ def heuristic_epsilon(
     ($b_t \sim \mathrm{Bernoulli}(q)$) and $s = \sigma\sqrt{\sum_{t=1}^T \eta_t^2}$ (units
     of C). With the canary steps grouped by step size, $X = \sum_g \eta_g
     \mathrm{Binomial}(n_g, q)$, whose atoms are convolved in log space and evaluated by the
-    same solver (`advsim.bounds._step_sizes`); when X would have more than $2^{20}$ atoms
+    same solver; when X would have more than $2^{20}$ atoms
     that closed form is refused with a ValueError naming the alternative (the exact engine
     on a linear construction at that schedule). With one step size the code above runs
     unchanged. The numeric form (`steps`, `sampling_prob`, ...) is always one learning

@@ -342,7 +342,7 @@ def linear_loss_tradeoff(
     \Phi((\tau - k)/(\sigma\sqrt T))$ (`mixture_tradeoff`). With an `Accounting` that has a
     learning-rate schedule, the same at that schedule: $X = \sum_t \eta_t b_t$ over the
     canary steps in place of the Binomial, $s = \sigma\sqrt{\sum_t \eta_t^2}$ in place of
-    $\sigma\sqrt T$ (`advsim.bounds._step_sizes`, which refuses an X of too many atoms).
+    $\sigma\sqrt T$ (an X of too many atoms is refused).
 
     Example:
         >>> b = linear_loss_tradeoff([0.01, 0.1], 100, 0.1, 1.0)

@@ -286,8 +286,7 @@ def heuristic_curve_lower(steps, sampling_prob=None, noise_multiplier=None, *, c
         canary_steps: $n \in [1, T]$, the steps that can carry the canary (default $T$).
 
     Raises:
-        ValueError: invalid inputs; at a schedule, an X with too many atoms
-            (`advsim.bounds._step_sizes`).
+        ValueError: invalid inputs; at a schedule, an X with too many atoms.
 
     Returns:
         A `LowerCurve`.

@@ -167,9 +167,8 @@ def main(argv=None) -> int:
     A user error (`UsageError`, a `ValueError` or `TypeError` from the library, a
     `SweepError`, an `OSError` of the file system) prints one line on stderr; anything
     else is a bug: the traceback, then a line saying so. Ctrl-C stops every command within
-    `_interrupt.STOP_WITHIN_S` seconds, at any moment, with a line saying what was kept
-    (`advsim.cli._interrupt`); whatever a command ends with after Ctrl-C counts as the
-    interruption.
+    2 seconds, at any moment, with a line saying what was kept; whatever a command ends
+    with after Ctrl-C counts as the interruption.
     """
     command, args = "advsim", None
     with _interrupt.sigint_handling(lambda: _interrupted(command, args)) as session:

@@ -8,7 +8,7 @@ of the last model are read off the two laws: the ground truth that audits and bo
 read against. `last_iterate_epsilon` returns the value on three grids, each twice as fine,
 so its numerical error is measured, not assumed (or, with a relative tolerance `rtol`, on as
 few grids as reach it: at least two, at most `refinements`). Every T of a mechanism whose
-methods do not read T runs in the same compiled programs (`advsim.exact._programs`).
+methods do not read T runs in the same compiled programs.
 
 - `last_iterate_epsilon`, `last_iterate_epsilons` (a batch vmapped in one call),
   `ExactEpsilon` (the result);

@@ -97,9 +97,8 @@ computed once per process, so replicates and repeated parameters reuse it; each 
 value is computed on its own grid, never batched with other cells, so it does not depend
 on which other cells exist (a resumed sweep gives the uninterrupted table). An audit
 sweep run locally computes the exact columns of its cells from the second on beside the
-simulations, on a thread of its own (`advsim._exact_columns.ExactBeside`: the same
-values). Its time is `exact_time_s`, what the computation took wherever it ran,
-compilation included.
+simulations, on a thread of its own (the same values). Its time is `exact_time_s`, what
+the computation took wherever it ran, compilation included.
 
 The audit method defaults, per cell, to "family" (the last-iterate paper's) for a built
 mechanism in the heuristic's family (`AbstractMechanism.in_heuristic_family()`: a

@@ -309,7 +309,7 @@ def parse_config(data: Mapping) -> SweepConfig:
     adversary names are resolved (`advsim.sweep.resolve`: an alias or a class path, only
     subclasses of the abstract bases) and the adversary is built. Then every cell's
     mechanism is built once (cheaply, without running it) and its run checked against what
-    the computation takes (`advsim.sweep._checks.check_cell`: the canary schedule within
+    the computation takes (the canary schedule within
     T, a sigma the accountant's grid can hold, a reachable `target_epsilon`, enough runs
     for the threshold strategy), so a bad parameter anywhere in the grid fails now, naming
     the cell, rather than hours into the sweep. Numbers are compared by value: a list or a

@@ -79,7 +79,7 @@ class _AbstractFieldConstruction(AbstractScalarLaw):
 
     def facts(self):
         """What this run certifies for the bounds' assumptions (`advsim.bounds.ProcessFacts`,
-        read off the fields term by term: `advsim.testing._facts`)."""
+        read off the fields term by term)."""
         from advsim.testing._facts import field_facts
 
         return field_facts(self)
