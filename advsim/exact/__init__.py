@@ -39,7 +39,7 @@ from advsim.exact._divergence import (
     grid_epsilon,
 )
 from advsim.exact._gradient import FixedGridEpsilon
-from advsim.exact._plan import check_scalar_law, grid_work
+from advsim.exact._plan import check_scalar_law, grid_reach, grid_work
 
 __all__ = [
     *_api.__all__,
@@ -52,5 +52,6 @@ __all__ = [
     "estimate_seconds",
     "grid_delta",
     "grid_epsilon",
+    "grid_reach",
     "grid_work",
 ]

@@ -31,6 +31,7 @@ __all__ = [
     "Layout",
     "check_scalar_law",
     "count_components",
+    "grid_reach",
     "grid_work",
     "layout",
 ]
@@ -393,3 +394,20 @@ def plan_bytes(plan: GridPlan, batch: int) -> int:
     parts = plan.nodes * (2 if plan.split else 1)
     components = 2 * math.prod(plan.windows)
     return batch * (parts * components * 8 * 8 + plan.fft_size * 8 * 8)
+
+
+def grid_reach(mech, cells_per_sd: float = 6.0) -> tuple[float, float]:
+    """The model values the exact engine's grid spans for `mech`: (lo, hi), the hull of the
+    drift plus `NOISE_SDS` accumulated noise standard deviations on each side (for an
+    `AbstractProjected` mechanism, its interval). A field's jumps inside it are what
+    `field_breakpoints()` must declare; the grid never reaches those outside it. The finer
+    grids of the ladder span the same interval, to within one coarse cell.
+
+    Example:
+        >>> from advsim.mechanisms import ThresholdLandscape
+        >>> lo, hi = grid_reach(ThresholdLandscape(5, 1.0, 4))
+        >>> bool(lo < 0.0 < hi)
+        True
+    """
+    lay = layout(mech, cells_per_sd)
+    return float(lay.lo), float(lay.hi)
