@@ -53,12 +53,13 @@ class ProjectionScore(AbstractAdversary):
     def check_mechanism(self, mechanism: AbstractMechanism) -> str | None:
         """The default direction needs a canary gradient at m_0 and step 1: a zero (or
         non-finite) one gives the direction 0/0, and every score NaN."""
+        model = jax.eval_shape(mechanism.init_model)
+        if len(model.shape) != 1:
+            return None  # not a model vector: the engine's shape check names it
         if self.direction is not None:
-            if np.size(self.direction) != np.size(jax.eval_shape(mechanism.init_model)):
-                return (
-                    f"direction has {np.size(self.direction)} coordinates, the model "
-                    f"{np.size(jax.eval_shape(mechanism.init_model))}"
-                )
+            if np.size(self.direction) != model.shape[0]:
+                size = np.size(self.direction)
+                return f"direction has {size} coordinates, the model {model.shape[0]}"
             return None
         m0 = mechanism.init_model()
         g = np.asarray(clip_gradients(mechanism.canary_gradient(m0, jnp.int32(1)),
