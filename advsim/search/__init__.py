@@ -8,6 +8,11 @@ random members, beside random search at the same budget. Every reported epsilon 
 recomputed by `advsim.exact.last_iterate_epsilon`. `confirm` runs a construction through
 the simulation engine and audits it; `plot_fields` draws it. The CLI is `advsim search
 CONFIG`.
+
+A construction class of your own is searched the same way (`construction = "module:Class"`
+in the config): any `advsim.AbstractScalarLaw` whose class names the arrays the search
+varies, `search_parameters()`, and their box, `search_box()` (`ParameterFamily`); the best
+member's arrays are saved in `best.eqx`, and `load_best(folder)` rebuilds it as that class.
 """
 
 from advsim.search._config import (
@@ -19,6 +24,7 @@ from advsim.search._config import (
 )
 from advsim.search._confirm import Confirmation, confirm, decisive_events
 from advsim.search._family import Family, build_family, paper_start
+from advsim.search._parameters import ParameterFamily, build_parameter_family, load_best
 from advsim.search._report import plot_fields
 from advsim.search._run import SearchResult, search
 
@@ -27,12 +33,15 @@ __all__ = [
     "START_KINDS",
     "Confirmation",
     "Family",
+    "ParameterFamily",
     "SearchConfig",
     "SearchResult",
     "build_family",
+    "build_parameter_family",
     "config_from_mapping",
     "confirm",
     "decisive_events",
+    "load_best",
     "load_config",
     "paper_start",
     "plot_fields",

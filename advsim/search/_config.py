@@ -75,6 +75,15 @@ class SearchConfig:
             a pilot plans the tests, the main run is only counted, resumable).
         confirm_pilot_runs: the streaming audit's pilot, runs per world (default: 10% of
             `confirm_runs` within [10^4, 2 x 10^7]).
+        construction: a construction class of your own, `"module:Class"`, searched in
+            place of the built-in family through the arrays it names (`search_parameters`,
+            `search_box`: the protocol in `advsim.search`); None: the piecewise family.
+            With it, the family's shape keys (knots, search, per_step, jumps,
+            regularizer_bound, counts, batching, canary_schedule, step_sizes,
+            learning_rate, clip_norm) do not apply, and the starts are the construction as
+            built ("given") and `random_starts`.
+        construction_args: keyword arguments of its constructor besides the cell's steps,
+            sampling_prob and noise_multiplier.
 
     The `confirm_*` keys decide only the confirmation: a search resumes whatever they are.
     """
@@ -106,9 +115,31 @@ class SearchConfig:
     confirm_runs: int = 0
     confirm_streaming: bool = False
     confirm_pilot_runs: int | None = None
+    construction: str | None = None
+    construction_args: dict | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
+        if self.construction is not None:
+            if not isinstance(self.construction, str) or ":" not in self.construction:
+                raise ValueError(
+                    "construction must be a class path 'module:Class', got "
+                    f"{self.construction!r}"
+                )
+            if self.starts not in (("linear",), ["linear"], ("given",), ["given"]):
+                raise ValueError(
+                    f"starts {list(self.starts)!r}: a construction class starts from itself "
+                    "as built ('given') and random_starts; the papers' starts belong to the "
+                    "built-in family"
+                )
+            set_(self, "starts", ("given",))
+        if self.construction_args is not None:
+            if self.construction is None:
+                raise ValueError("construction_args needs construction, a class path")
+            if not isinstance(self.construction_args, dict):
+                raise ValueError(
+                    f"construction_args must be a table, got {self.construction_args!r}"
+                )
         set_(self, "steps", check_int("steps", self.steps, minimum=1, maximum=10_000))
         set_(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         set_(self, "delta", check_delta("delta", self.delta))
@@ -154,7 +185,7 @@ class SearchConfig:
                 "counts = [B, ...] or leave 'groups' out of search"
             )
         set_(self, "starts", tuple(self.starts))
-        for start in self.starts:
+        for start in self.starts if self.construction is None else ():
             _check_start(start)
         if not self.starts and not self.random_starts:
             raise ValueError("give at least one start (starts or random_starts)")

@@ -164,7 +164,12 @@ def _span(cfg: SearchConfig, starts: list[PiecewiseConstruction]) -> tuple[float
 
 def build_family(cfg: SearchConfig) -> Family:
     """The family at `cfg`'s cell with every start embedded (the papers' constructions
-    are members: the same fields on the span)."""
+    are members: the same fields on the span); for a construction class of your own
+    (`cfg.construction`), the arrays it names (`advsim.search.build_parameter_family`)."""
+    if cfg.construction is not None:
+        from advsim.search._parameters import build_parameter_family
+
+        return build_parameter_family(cfg)
     papers = {name: paper_start(cfg, name) for name in cfg.starts}
     base = next(iter(papers.values()), None) or paper_start(cfg, "linear")
     lo, hi = _span(cfg, list(papers.values()) or [base])

@@ -37,6 +37,7 @@ from advsim.exact import ERROR_KIND, last_iterate_epsilon, last_iterate_epsilons
 from advsim.exact._gradient import FixedGridEpsilon
 from advsim.search._config import CONFIRM_KEYS, SearchConfig
 from advsim.search._family import Family, build_family
+from advsim.search._parameters import save_best
 
 __all__ = ["SearchResult", "search"]
 
@@ -352,8 +353,12 @@ def _write_results(result: SearchResult, law) -> None:
     folder = result.folder
     meta = {"exact_epsilon": result.exact_epsilon, "exact_error": result.exact_error,
             "found_by": result.best_from, "delta": result.config.delta}  # fmt: skip
-    result.best.save(folder / "best.json", metadata=meta)
     write_json(folder / "search.json", {**result.summary(), **provenance(result.config.to_dict())})
+    if result.config.construction is not None:  # a class of the user's: its arrays
+        save_best(folder, result.best)
+        write_json(folder / "best_meta.json", meta)
+        return
+    result.best.save(folder / "best.json", metadata=meta)
     plot_fields(result.best, folder / "fields", title=_title(result), exact=law)
 
 
