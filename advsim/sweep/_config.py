@@ -32,9 +32,7 @@ import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-from advsim._limits import check_chunk_size, check_seed
 from advsim._mechanism import AbstractMechanism
 from advsim.experiment import EXACT_REFINEMENTS, default_audit_method
 from advsim.sweep._checks import CellError, check_cell
@@ -42,19 +40,13 @@ from advsim.sweep._classes import Plugin, resolve
 from advsim.sweep._recompile import StaticFloatsSeen
 from advsim.sweep._settings import (  # noqa: F401 (re-exported)
     _AUDIT_DEFAULTS,
-    _AUDIT_SETTINGS,
-    _BOUNDS_SETTINGS,
     _COMMON_DEFAULTS,
-    _SCALARS,
     _SETTINGS,
-    _UNSET_DEFAULTS,
     AUDIT_OPTION_KEYS,
     STRATEGY_KEYS,
     STREAMING_KEYS,
-    _as_values,
     _by_value,
     _check_audit_options,
-    _check_setting,
     _check_strategy_options,
     _streaming_defaults,
     _unset_defaults,
@@ -64,6 +56,14 @@ from advsim.sweep._settings import (  # noqa: F401 (re-exported)
     describe,
     strategy_options,
     streaming_options,
+)
+from advsim.sweep._tables import (
+    _TABLES,
+    _Keys,
+    _parse_adversary,
+    _parse_fixed,
+    _parse_grid,
+    _pop_sweep_options,
 )
 
 __all__ = [
@@ -90,24 +90,6 @@ class SweepError(RuntimeError):
 
 
 # ------------------------------------------------------------------------------ config
-
-_MODES = ("audit", "bounds")
-_TABLES = ("sweep", "mechanism", "adversary", "grid", "cases")
-_SWEEP_KEYS = (
-    "mode",
-    "seed",
-    "common_seed",
-    "exact",
-    "exact_refinements",
-    "name",
-    "chunk_size",
-    *_COMMON_DEFAULTS,
-    *_AUDIT_DEFAULTS,
-    *STRATEGY_KEYS,
-    *AUDIT_OPTION_KEYS,
-    *STREAMING_KEYS,
-    *_BOUNDS_SETTINGS,
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,9 +346,10 @@ def parse_config(data: Mapping) -> SweepConfig:
             "sweep.common_seed = true runs every cell with the sweep seed, so replicates "
             "would repeat the same runs; drop replicate, or common_seed for independent ones"
         )
-    methods = _check_cells(config, plugin)
     method_set = "method" in data.get("sweep", {}) or "method" in swept or fixed.get("streaming")
+    methods, static_floats = _check_cells(config, plugin, bool(method_set))
     if mode != "audit" or method_set or set(methods) == {config.fixed["method"]}:
+        static_floats.warn(stacklevel=3)  # at the caller of parse_config / load_config
         return config
     if len(methods) > 1:
         cells = "; ".join(f"{m}: cells {v}" for m, v in sorted(methods.items()))
@@ -379,141 +362,13 @@ def parse_config(data: Mapping) -> SweepConfig:
     return parse_config({**data, "sweep": {**data.get("sweep", {}), "method": method}})
 
 
-def _pop_sweep_options(sweep: dict) -> dict:
-    """Takes the sweep-wide options out of `[sweep]` (leaving the cell settings), checked,
-    each at its default where absent; returns them by `SweepConfig` field."""
-    bad = set(sweep) - set(_SWEEP_KEYS)
-    if bad:
-        raise ValueError(f"unknown key(s) {sorted(bad)} in [sweep]; valid: {list(_SWEEP_KEYS)}")
-    mode = sweep.pop("mode", "audit")
-    if mode not in _MODES:
-        raise ValueError(f"sweep.mode must be 'audit' or 'bounds', got {mode!r}")
-    seed = sweep.pop("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int):  # 1.0 is no seed in a file
-        raise ValueError(f"sweep.seed must be an integer in [0, 2^64 - 1], got {seed!r}")
-    check_seed("sweep.seed", seed)
-    name = sweep.pop("name", None)
-    if name is not None and not isinstance(name, str):
-        raise ValueError(f"sweep.name must be a string, got {name!r}")
-    chunk_size = sweep.pop("chunk_size", None)
-    if chunk_size is not None:
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-            raise ValueError(f"sweep.chunk_size must be an integer >= 1, got {chunk_size!r}")
-        check_chunk_size("sweep.chunk_size", chunk_size)
-    common_seed = sweep.pop("common_seed", False)
-    if not isinstance(common_seed, bool):
-        raise ValueError(f"sweep.common_seed must be true or false, got {common_seed!r}")
-    exact = sweep.pop("exact", True)
-    if not isinstance(exact, bool):
-        raise ValueError(
-            f"sweep.exact must be true or false (the exact epsilon column), got {exact!r}"
-        )
-    exact_refinements = sweep.pop("exact_refinements", EXACT_REFINEMENTS)
-    if (
-        isinstance(exact_refinements, bool)
-        or not isinstance(exact_refinements, int)
-        or not 2 <= exact_refinements <= 6
-    ):
-        raise ValueError(
-            "sweep.exact_refinements must be an integer in [2, 6] (the most grids of the "
-            f"exact engine, each twice as fine), got {exact_refinements!r}"
-        )
-    return {
-        "mode": mode,
-        "seed": seed,
-        "chunk_size": chunk_size,
-        "name": name,
-        "common_seed": common_seed,
-        "exact": exact,
-        "exact_refinements": exact_refinements,
-    }
-
-
-def _parse_adversary(adv: dict, mode: str) -> tuple[str | None, dict]:
-    """`(name, keyword arguments)` of `[adversary]` (default: the projection adversary),
-    built once to check them; `(None, {})` in bounds mode, which takes none."""
-    if mode == "bounds":
-        if adv:
-            raise ValueError("[adversary] has no effect in bounds mode (nothing is simulated)")
-        return None, {}
-    adv_name = adv.pop("name", "projection")
-    try:
-        resolve("adversary", adv_name).build(**adv)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"[adversary] {adv_name!r}: {err}") from None
-    return adv_name, adv
-
-
-class _Keys:
-    """The parameter keys a cell of this mode and mechanism may have."""
-
-    def __init__(self, mode: str, plugin: Plugin):
-        self.mode, self.plugin = mode, plugin
-        allowed = set(_COMMON_DEFAULTS) | {"target_epsilon"} | set(plugin.params)
-        allowed |= set(_AUDIT_SETTINGS) if mode == "audit" else set(_BOUNDS_SETTINGS)
-        self.allowed = allowed
-
-    def check(self, key: str, where: str) -> None:
-        """Refuses a key the cells cannot have, saying why and what is valid."""
-        any_key = self.plugin.any_key
-        if key in self.allowed or (any_key and key not in _SETTINGS):
-            return
-        if self.mode == "bounds" and key in _AUDIT_SETTINGS:
-            raise ValueError(f"{where}.{key} has no effect in bounds mode (nothing is simulated)")
-        if self.mode == "audit" and key in _BOUNDS_SETTINGS:
-            raise ValueError(
-                f"{where}.{key} applies to bounds mode only (an audit reports the bounds of "
-                "advsim.bounds.bounds_for)"
-            )
-        if key == "seed":
-            raise ValueError(
-                f"{where}.seed cannot vary per cell; sweep `replicate = [0, 1, ...]` for "
-                "independent repetitions"
-            )
-        valid = sorted(self.allowed) + (["(any: the class takes **kwargs)"] if any_key else [])
-        raise ValueError(f"unknown parameter {where}.{key}; valid: {valid}")
-
-
-def _parse_fixed(sweep: Mapping, mech: Mapping, keys: _Keys) -> dict[str, Any]:
-    """The fixed parameters: the settings left in `[sweep]`, then `[mechanism]`'s keys."""
-    fixed: dict[str, Any] = {}
-    for key, value in sweep.items():
-        keys.check(key, "sweep")
-        fixed[key] = _check_setting(key, value, f"sweep.{key}")
-    for key, value in mech.items():
-        keys.check(key, "mechanism")
-        if key in _SETTINGS:
-            raise ValueError(f"mechanism.{key} is a sweep setting: put it in [sweep]")
-        if not isinstance(value, _SCALARS):
-            raise ValueError(f"mechanism.{key} must be a number, string or boolean, got {value!r}")
-        fixed[key] = _check_setting(key, value, f"mechanism.{key}")
-    return fixed
-
-
-def _parse_grid(table, where: str, keys: _Keys, fixed: Mapping) -> dict:
-    """A `[grid]` or `[[cases]]` table: each key's list of values, checked."""
-    if not isinstance(table, Mapping):
-        raise ValueError(f"{where} must be a table of parameter = [values], got {table!r}")
-    grid = {}
-    for key, value in table.items():
-        keys.check(key, where)
-        if key in fixed:
-            raise ValueError(
-                f"{where}.{key} is also set as a fixed parameter; give it in one place"
-            )
-        values = _as_values(key, value, where)
-        for i, v in enumerate(values):
-            _check_setting(key, v, f"{where}.{key}[{i}]")
-        grid[key] = values
-    return grid
-
-
 def _defaults(mode: str, plugin: Plugin) -> dict:
     """The settings a cell gets unless the config gives them. The audit method is decided
     on each cell's built mechanism (`advsim.experiment.default_audit_method`, in
-    `parse_config`); the value here is a first guess that spares most configs a second
-    pass: "family" where the class says which of its instances are in the heuristic's
-    family (it overrides `in_heuristic_family`), else "eps_delta"."""
+    `parse_config`, which also checks each cell's audit options against that method); the
+    value here only keys the cells of a first pass, and spares most configs a second one:
+    "family" where the class says which of its instances are in the heuristic's family (it
+    overrides `in_heuristic_family`), else "eps_delta"."""
     defaults = dict(_COMMON_DEFAULTS)
     if mode == "audit":
         defaults |= _AUDIT_DEFAULTS
@@ -524,13 +379,18 @@ def _defaults(mode: str, plugin: Plugin) -> dict:
     return defaults
 
 
-def _check_cells(config: SweepConfig, plugin: Plugin) -> dict[str, list]:
-    """Refuses a sweep without cells, a cell without a required parameter, with a strategy
-    option its `threshold_selection` does not take, whose mechanism cannot be built, that
-    its run would refuse (`advsim.sweep._checks.check_cell`), or that repeats another
-    (numbers compared by value); records each cell's run in `config.cell_runs`. Returns
-    the cells (by index) of each default audit method, decided on the cells' built
-    mechanisms (`advsim.experiment.default_audit_method`)."""
+def _check_cells(
+    config: SweepConfig, plugin: Plugin, method_set: bool
+) -> tuple[dict[str, list], StaticFloatsSeen]:
+    """Refuses a sweep without cells, a cell without a required parameter, whose mechanism
+    cannot be built, with a strategy option its `threshold_selection` does not take or
+    audit options its method refuses (the method the config sets, else the cell's built
+    mechanism's default: `method_set` False), that its run would refuse
+    (`advsim.sweep._checks.check_cell`), or that repeats another (numbers compared by
+    value); records each cell's run in `config.cell_runs`. Returns the cells (by index) of
+    each default audit method, decided on the cells' built mechanisms
+    (`advsim.experiment.default_audit_method`), and the plain-float fields seen, to warn
+    about once the config is final."""
     cells = config.cells()
     if not cells:
         raise ValueError("the sweep has no cells")
@@ -561,11 +421,16 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> dict[str, list]:
                 f"cell {describe(cell.params, swept)}: give noise_multiplier or "
                 "target_epsilon, not both"
             )
-        if config.mode == "audit":
-            _check_strategy_options(cell.params, swept)
-            _check_audit_options(cell.params, swept)
         try:
             mechanism = build_mechanism(config, cell.params, noise_multiplier=1.0)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"cell {describe(cell.params, swept)}: {err}") from None
+        method = default_audit_method(mechanism)
+        if config.mode == "audit":
+            settings = cell.params if method_set else {**cell.params, "method": method}
+            _check_strategy_options(settings, swept)
+            _check_audit_options(settings, swept)
+        try:
             where = f"cell {describe(cell.params, swept)}"
             config.cell_runs[cell.cell_id] = check_cell(config, cell, mechanism, where)
         except CellError:
@@ -573,9 +438,8 @@ def _check_cells(config: SweepConfig, plugin: Plugin) -> dict[str, list]:
         except (TypeError, ValueError) as err:
             raise ValueError(f"cell {describe(cell.params, swept)}: {err}") from None
         static_floats.add(mechanism)
-        methods.setdefault(default_audit_method(mechanism), []).append(cell.index)
-    static_floats.warn(stacklevel=4)  # at the caller of parse_config / load_config
-    return methods
+        methods.setdefault(method, []).append(cell.index)
+    return methods, static_floats
 
 
 def build_mechanism(config: SweepConfig, params: Mapping, *, noise_multiplier=None):

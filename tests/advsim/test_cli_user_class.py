@@ -30,9 +30,9 @@ _RUN = "--steps 2 --sampling-prob 0.5 --noise-multiplier 1 --trials 2000 --no-ex
 
 @pytest.fixture
 def user_module(tmp_path, monkeypatch):
-    (tmp_path / "my_cubic.py").write_text(MODULE)
+    (tmp_path / "my_cli_cubic.py").write_text(MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    return "my_cubic"
+    return "my_cli_cubic"
 
 
 def _audit(tmp_path, *flags):
@@ -64,7 +64,7 @@ def test_a_user_class_takes_its_own_arguments_and_run_json_records_them(tmp_path
         (("--mechanism-arg", "alpha"), "expected NAME=VALUE"),
         (("--mechanism-arg", "sampling_prob=0.1"), "the command sets sampling_prob with "
                                                    "--sampling-prob"),  # fmt: skip
-        (("--adversary", "my_cubic:Scaled", "--adversary-arg", "shift=1"), "--adversary"),
+        (("--adversary", "my_cli_cubic:Scaled", "--adversary-arg", "shift=1"), "--adversary"),
     ],
 )
 def test_bad_class_arguments_are_one_line_errors(tmp_path, user_module, capsys, flags, message):

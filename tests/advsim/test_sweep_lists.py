@@ -1,6 +1,6 @@
 """The sweep's lists are derived from their one source: its threshold selections and their
 options from `advsim.audits.THRESHOLD_SELECTIONS`, its columns from `AuditRecord`'s fields,
-the default audit method from the mechanism's class; and every strategy runs in a sweep."""
+the default audit method from each cell's built mechanism; and every strategy runs in a sweep."""
 
 import dataclasses
 import json
@@ -186,3 +186,44 @@ def test_method_and_strategy_pairs_are_checked_when_the_config_is_read():
     data["cases"] = [{"threshold_selection": ["split"], "num_splits": [3]}]
     with pytest.raises(ValueError, match="num_splits applies to threshold_selection = "):
         parse_config(data)
+
+
+class _MethodSeen(Exception):
+    """Stops `run_audit` at its simulation, carrying the method it decided."""
+
+
+@pytest.mark.parametrize(
+    ("name", "method"),
+    [("linear", "family"), ("linear-data", "eps_delta"), ("gradient-canary", "eps_delta")],
+)
+def test_the_sweep_run_audit_and_default_audit_method_agree(monkeypatch, name, method):
+    # One rule on one built mechanism: the sweep's cell method, default_audit_method on the
+    # mechanism the cell builds, and the method run_audit decides for it without one.
+    import advsim.experiment
+    from advsim.adversaries import ProjectionScore
+    from advsim.experiment import run_audit
+    from advsim.sweep._config import build_mechanism
+
+    mechanism = {"name": name, "steps": 2, "sampling_prob": 0.5, "noise_multiplier": 1.0}
+    config = parse_config({"sweep": {}, "mechanism": mechanism})
+    built = build_mechanism(config, config.cells()[0].params)
+    assert config.fixed["method"] == default_audit_method(built) == method
+
+    def stop(*args, method, **kwargs):
+        raise _MethodSeen(method)
+
+    monkeypatch.setattr(advsim.experiment, "_simulate_and_audit", stop)
+    with pytest.raises(_MethodSeen) as seen:
+        run_audit(built, ProjectionScore(), trials=200)
+    assert seen.value.args == (method,)
+
+
+def test_audit_options_are_checked_against_each_cells_own_default_method(monkeypatch):
+    # sides = "one" is refused with the family audit only; a mechanism whose instances
+    # are outside the family takes it, whatever its class's first guess.
+    monkeypatch.setattr(LinearProcess, "in_heuristic_family", lambda self: False)
+    config = parse_config(_config(sides="one"))
+    assert config.fixed["method"] == "eps_delta" and config.fixed["sides"] == "one"
+    monkeypatch.setattr(LinearProcess, "in_heuristic_family", lambda self: True)
+    with pytest.raises(ValueError, match=r"method='family'.*sides='one' does not apply"):
+        parse_config(_config(sides="one"))
