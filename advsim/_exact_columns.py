@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from advsim._mechanism import AbstractMechanism
-from advsim._validation import check_delta, check_in_interval, check_int
+from advsim._validation import check_delta
 from advsim.exact import (
     DEFAULT_CELLS_PER_SD,
     check_scalar_law,
@@ -36,6 +36,7 @@ from advsim.exact import (
     last_iterate_epsilon,
 )
 from advsim.exact._cost import duration
+from advsim.exact._plan import check_ladder
 
 __all__ = [
     "BESIDE_THREAD",
@@ -182,14 +183,7 @@ def timed_exact_columns(
 
 def _checked(delta, refinements, rtol) -> tuple:
     delta = check_delta("delta", delta)
-    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
-    if rtol is not None:
-        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
-        if refinements < 2:
-            raise ValueError(
-                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
-                f"grids), got {refinements!r}"
-            )
+    refinements, rtol = check_ladder(refinements, rtol)
     return delta, refinements, rtol
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from advsim._mechanism import AbstractMechanism, AbstractProjected
-from advsim._validation import check_delta, check_in_interval, check_int, check_positive
+from advsim._validation import check_delta, check_positive
 from advsim.exact._cost import warn_if_slow_batch
 from advsim.exact._divergence import discrete_tradeoff, grid_delta, grid_epsilon_host
 from advsim.exact._errors import (  # noqa: F401 (Stopped, stop_when: the engine's stop)
@@ -50,7 +50,7 @@ from advsim.exact._host import (  # noqa: F401 (COMPILE_NODES: the cost model's 
     _widened,
 )
 from advsim.exact._logladder import beyond_resolution
-from advsim.exact._plan import layout, plan_bytes
+from advsim.exact._plan import check_ladder, layout, plan_bytes
 from advsim.exact._programs import any_steps
 from advsim.exact._propagate import advance
 
@@ -434,14 +434,7 @@ def last_iterate_epsilons(
     cells_per_sd = check_positive("cells_per_sd", cells_per_sd)
     if cells_per_sd < 2:
         raise ValueError(f"cells_per_sd must be >= 2 (nodes per noise sd), got {cells_per_sd!r}")
-    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
-    if rtol is not None:
-        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
-        if refinements < 2:
-            raise ValueError(
-                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
-                f"grids), got {refinements!r}"
-            )
+    refinements, rtol = check_ladder(refinements, rtol)
     tolerance = 0.01 * delta if lost_tolerance is None else float(lost_tolerance)
     with jax.enable_x64(True):
         _stack(mechs)  # a batch differing in a static field is refused before any work

@@ -23,6 +23,7 @@ from advsim._mechanism import (
     AbstractProjected,
     AbstractScalarLaw,
 )
+from advsim._validation import check_in_interval, check_int
 from advsim.exact._programs import any_steps
 from advsim.exact._propagate import GridPlan, _fields
 
@@ -411,3 +412,21 @@ def grid_reach(mech, cells_per_sd: float = 6.0) -> tuple[float, float]:
     """
     lay = layout(mech, cells_per_sd)
     return float(lay.lo), float(lay.hi)
+
+
+def check_ladder(refinements, rtol) -> tuple[int, float | None]:
+    """`(refinements, rtol)` checked: at most 6 grids, and two or more with a relative
+    tolerance (its error estimate needs two grids).
+
+    Raises:
+        ValueError: naming the parameter, its value and the valid range.
+    """
+    refinements = check_int("refinements", refinements, minimum=1, maximum=6)
+    if rtol is not None:
+        rtol = check_in_interval("rtol", rtol, 0.0, 1.0)
+        if refinements < 2:
+            raise ValueError(
+                f"refinements must be in [2, 6] with rtol (an error estimate needs two "
+                f"grids), got {refinements!r}"
+            )
+    return refinements, rtol
