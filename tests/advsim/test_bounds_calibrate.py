@@ -15,8 +15,6 @@ References, none of them the code under test:
 
 import numpy as np
 import pytest
-from dp_accounting import dp_event
-from dp_accounting.pld import pld_privacy_accountant
 
 import advsim.bounds._calibrate as cal_mod
 import advsim.bounds._composition as comp_mod
@@ -31,25 +29,10 @@ from advsim.bounds._pld_fast import composed_pld
 from advsim.sweep import parse_config, run_sweep
 from advsim.sweep._runner import _add_shared_calibration, _calibrate_up_front
 
+from ._dp_accounting import accountant, assert_same_pmf
+
 # advsim audit's cells: T = 1..1000 at q = 0.01, composition eps = 8 at delta = 1e-5.
 AUDIT_STEPS = [1, 5, 10, 50, 100, 500, 1000]
-
-
-def accountant(q, sigma, n, vdi):
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
-    event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
-    acc.compose(dp_event.SelfComposedDpEvent(event, n))
-    return acc
-
-
-def assert_same_pmf(a, b):
-    assert type(a) is type(b)
-    assert a._infinity_mass == b._infinity_mass
-    if hasattr(a, "_probs"):  # dense
-        assert a._lower_loss == b._lower_loss
-        assert np.array_equal(a._probs, b._probs)
-    else:  # sparse
-        assert a._loss_probs == b._loss_probs
 
 
 def assert_same_as_accountant(q, sigma, n, vdi, deltas=(1e-5, 1e-3, 0.3, 1e-12)):
