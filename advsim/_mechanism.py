@@ -432,9 +432,8 @@ class AbstractScalarLaw(AbstractMechanism):
         that no method reads T; a margin of a period on each side costs nothing).
 
         A jump left out: the cell that straddles it is moved as a whole, to one side, a
-        first-order error in the cell width. The ladder's grids then converge at order
-        about 1, or erratically (`ExactEpsilon.observed_order`, about 2 with every jump
-        declared), and `ExactEpsilon.error` can fall below the actual error: a sawtooth
-        regularizer with an undeclared jump missed its own estimate by 2.9x (with none of
-        its jumps declared its error estimate was 4.9e-3; with five, 1.9e-3)."""
+        first-order error in the cell width that the refinement estimate
+        (`ExactEpsilon.error`, the change between the two finest grids) is not built to
+        cover; nothing in the result flags it (the observed order does not tell the two
+        cases apart), so declare every jump."""
         return jnp.zeros((0,))
