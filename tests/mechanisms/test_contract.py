@@ -100,6 +100,13 @@ def test_chunk_size_invariance(mechanism_class):
     _check(mechanism_class, "chunking")
 
 
+@pytest.mark.slow  # 6 s for the 13 classes: each traces every engine method twice per float
+def test_no_float_field_compiles_again(mechanism_class):
+    # The check warns (RecompileWarning, an error under the suite's filterwarnings) for a
+    # float field held as a plain Python float: a sweep over it would compile per cell.
+    _check(mechanism_class, "static_floats")
+
+
 def test_accounting_known_values():
     # Hand-written expectations for LinearProcess's examples (steps, q, number of canary
     # steps), read off their arguments: the canary is in every step of a sampled schedule
