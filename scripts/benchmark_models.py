@@ -18,7 +18,7 @@ same shapes warms it), prints in one run:
    of B_max (`vmap(grad)`, clipped, masked sum), against the same batch without clipping
    or per-example gradients (one `grad` of the summed masked loss): their ratio is the
    price of per-example clipping. Measured on as many models side by side as the engine
-   vectorises (`advsim._simulate.vector_width`: 64 for logistic regression, 4 for the
+   vectorises (`advsim._layout.vector_width`: 64 for logistic regression, 4 for the
    MLP), since wider batches of models change both rates.
 
 The load average is printed before and after.
@@ -44,7 +44,7 @@ from scipy import stats
 import advsim
 from advsim import poisson_batch_bound
 from advsim._dpsgd import bernoulli_from_bits, clip_gradients, run_mechanism
-from advsim._simulate import vector_width
+from advsim._layout import vector_width
 from advsim.adversaries import BiasedCoordinate
 from advsim.mechanisms import RealModelGradientCanary
 

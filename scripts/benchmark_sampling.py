@@ -102,14 +102,14 @@ def figure2_run(trials: int, epsilon: float, repeats: int) -> None:
 
 @contextlib.contextmanager
 def _vector_coordinates(value):
-    import advsim._simulate as simulate_module
+    import advsim._layout as layout_module
 
-    previous = simulate_module.VECTOR_COORDINATES
-    simulate_module.VECTOR_COORDINATES = value
+    previous = layout_module.VECTOR_COORDINATES
+    layout_module.VECTOR_COORDINATES = value
     try:
         yield
     finally:
-        simulate_module.VECTOR_COORDINATES = previous
+        layout_module.VECTOR_COORDINATES = previous
 
 
 def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
@@ -142,7 +142,7 @@ def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
             "old": old_engine,
         }
         wall, cpu = _rounds(fns, repeats), _rounds(fns, repeats, cpu=True)
-        width = advsim._simulate.vector_width(mech)
+        width = advsim._layout.vector_width(mech)
         print(
             f"   d={d:4d}: wall {wall['raw'] / wall['new']:.2f}, CPU {cpu['raw'] / cpu['new']:.2f}"
             f" (width {width});  whole-block width {block}: wall "

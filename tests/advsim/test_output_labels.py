@@ -158,17 +158,17 @@ def test_print_table_marks_an_eps_lower_above_exact(capsys):
 def test_the_audit_table_marks_an_eps_lower_above_exact():
     # `advsim audit`'s printed row and its note: eps_lower 1.70 above exact 1.68 + 0.001 at
     # 95% confidence gets `*`, 1.0 does not; the note says it is allowed (up to 5% of seeds).
-    from advsim.cli._audit import _format_notes, _format_row
+    from advsim.cli._audit_table import format_notes, format_row
 
     rows = [_record(steps=2, noise_multiplier=1.0), _record(steps=2, noise_multiplier=1.0,
                                                             eps_lower=1.0)]  # fmt: skip
     add_labels(list(rows[0]), rows)
-    assert "1.700*" in _format_row(rows[0], exact=True)
-    assert "1.000*" not in _format_row(rows[1], exact=True)
-    notes = [n for n in _format_notes(rows, exact=True) if n.startswith("*")]
+    assert "1.700*" in format_row(rows[0], exact=True)
+    assert "1.000*" not in format_row(rows[1], exact=True)
+    notes = [n for n in format_notes(rows, exact=True) if n.startswith("*")]
     assert notes == ["* eps_lower lies " + above_exact_note(0.95)]
     assert "allowed" in notes[0] and "0.05 of seeds" in notes[0]
-    assert not [n for n in _format_notes(rows[1:], exact=True) if n.startswith("*")]
+    assert not [n for n in format_notes(rows[1:], exact=True) if n.startswith("*")]
 
 
 @pytest.mark.parametrize("quick", [False, True])

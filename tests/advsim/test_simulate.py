@@ -337,13 +337,13 @@ def test_the_accelerator_layout_gives_the_same_numbers(q, monkeypatch):
     # On a GPU or TPU a device computes all its lanes side by side (`vmap`) in chunks sized
     # to its memory; forced here on the CPU, the linear process's runs (elementwise
     # arithmetic) keep the numbers above whatever the chunk size.
-    import advsim._simulate as simulate_module
+    import advsim._layout as layout_module
 
-    monkeypatch.setattr(simulate_module, "_on_accelerator", lambda devices: True)
+    monkeypatch.setattr(layout_module, "_on_accelerator", lambda devices: True)
     mech = LinearProcess(steps=20, sampling_prob=q, noise_multiplier=1.0)
-    layout = simulate_module._layout(mech, "last", None, "table", 3000)
+    layout = layout_module._layout(mech, "last", None, "table", 3000)
     assert layout.parallel_lanes and layout.chunk >= 3000
-    assert simulate_module.default_chunk_size(mech) > 16 * advsim.block_size(mech)
+    assert layout_module.default_chunk_size(mech) > 16 * advsim.block_size(mech)
     want_in, want_out = _PINNED[q]
     for chunk_size in (None, 1):
         scores = advsim.simulate(mech, ProjectionScore(), 3000, key=5, chunk_size=chunk_size)

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import advsim
-import advsim._simulate as simulate_module
-from advsim._simulate import VECTOR_COORDINATES, as_key, vector_width
+import advsim._layout as layout_module
+from advsim._keys import as_key
+from advsim._layout import VECTOR_COORDINATES, vector_width
 from advsim.adversaries import ProjectionScore
 from advsim.mechanisms import LinearProcess
 
@@ -48,7 +49,7 @@ def test_scores_do_not_depend_on_the_width(monkeypatch):
     mech = LinearProcess(6, 0.3, 1.0, dim=10)
     results = []
     for coords, width in ((VECTOR_COORDINATES, 512), (160, 16)):
-        monkeypatch.setattr(simulate_module, "VECTOR_COORDINATES", coords)
+        monkeypatch.setattr(layout_module, "VECTOR_COORDINATES", coords)
         assert vector_width(mech) == width
         results.append(advsim.simulate(mech, ProjectionScore(), 300, key=11, chunk_size=1))
     np.testing.assert_array_equal(results[1].canary_in, results[0].canary_in)

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-import advsim._simulate as simulate_module
+import advsim._layout as layout_module
 from advsim import simulate
 from advsim.adversaries import ProjectionScore
 from advsim.cli import main
@@ -113,12 +113,12 @@ def test_each_cell_builds_its_mechanism_once(tmp_path, counted, mode):
 
 def test_block_size_is_computed_once_per_call(monkeypatch):
     calls = []
-    real = simulate_module.block_size
+    real = layout_module.block_size
 
     def counting(*args, **kwargs):
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(simulate_module, "block_size", counting)
+    monkeypatch.setattr(layout_module, "block_size", counting)
     scores = simulate(LinearProcess(3, 0.5, 1.0), ProjectionScore(), 100, key=0)
     assert len(calls) == 1 and scores.n_in == 100  # both worlds share one layout
