@@ -1,5 +1,6 @@
-"""`advsim audit`: its options, the built-in sweep config run through the sweep runner, its
-table and its time report.
+"""`advsim audit`: the built-in sweep config with the command's options in its place, checked
+and run through the sweep runner (the flags and their help are in `_audit_options`, the
+printed table and time report in `_audit_table`).
 
 The experiment is `advsim/sweep/audit.toml` (`advsim.sweep.builtin_config("audit")`): a
 grid over T, sigma calibrated per T (or given), every T with the same seed. The command's
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advsim.cli._audit_options import AUDIT_CONFIG, AUDIT_EXAMPLES, _flag, audit_options
+from advsim.cli._audit_table import format_notes, format_row, shows_exact, table_head, time_report
 from advsim.cli._class_args import class_args
 from advsim.cli._common import (
     UsageError,
@@ -141,19 +143,51 @@ def _method(args) -> str:
         return "eps_delta"
     from advsim.experiment import default_audit_method
 
-    sigma = 1.0 if args.noise_multiplier is None else args.noise_multiplier
     try:
-        mechanism = _mechanism_plugin(args.mechanism).build(
-            steps=min(args.steps),
-            sampling_prob=args.sampling_prob,
-            noise_multiplier=sigma,
-            clip_norm=args.clip_norm,
-            **_mechanism_kwargs(args),
-            **class_args("--mechanism-arg", args.mechanism_arg, _MECHANISM_FLAGS),
-        )
+        mechanism = _build_mechanism(args, _own_args(args))
     except (TypeError, ValueError):
         return "eps_delta"
     return default_audit_method(mechanism)
+
+
+def _build_mechanism(args, own: dict):
+    """The mechanism the options describe at the smallest T (sigma 1 where it is
+    calibrated), built by its class as a sweep builds a cell's: its alias or class path
+    with the command's flags and `own`, the `--mechanism-arg` arguments."""
+    sigma = 1.0 if args.noise_multiplier is None else args.noise_multiplier
+    return _mechanism_plugin(args.mechanism).build(
+        steps=min(args.steps),
+        sampling_prob=args.sampling_prob,
+        noise_multiplier=sigma,
+        clip_norm=args.clip_norm,
+        **_mechanism_kwargs(args),
+        **own,
+    )
+
+
+def _own_args(args) -> dict:
+    """The `--mechanism-arg` arguments by name (`class_args`: well formed, each once, none
+    the command sets with a flag of its own)."""
+    return class_args("--mechanism-arg", args.mechanism_arg, _MECHANISM_FLAGS)
+
+
+def _check_mechanism_args(args) -> None:
+    """Checks the `--mechanism-arg` arguments by building the mechanism with them: the
+    class's own error, on one line, naming the flags, the class and the arguments it
+    takes."""
+    own = _own_args(args)
+    if not own:
+        return
+    given = " ".join(f"--mechanism-arg {name}={value!r}" for name, value in own.items())
+    where = f"--mechanism {args.mechanism} {given}"
+    try:
+        _build_mechanism(args, own)
+    except (TypeError, ValueError) as err:
+        plugin = _mechanism_plugin(args.mechanism)
+        takes = ", ".join(p for p in plugin.params if p not in _MECHANISM_FLAGS)
+        unknown = not plugin.any_key and any(name not in plugin.params for name in own)
+        hint = f" (its own arguments: {takes or 'none'})" if unknown else ""
+        raise UsageError(f"{where}: {_one_line(err)}{hint}") from None
 
 
 def _check_audit_settings(args) -> None:
@@ -229,103 +263,6 @@ def _adversary_args(args) -> dict:
     return kwargs
 
 
-def _eps(value, mark: str = "") -> str:
-    return "n/a" if value is None else f"{value:.3f}{mark}"
-
-
-def _err(value) -> str:
-    return "n/a" if value is None else f"{value:.1e}"
-
-
-def _head(exact: bool) -> str:
-    """The table's header; with `exact`, the exact epsilon and its estimated error."""
-    cols = f"{'exact':>10} {'est. err':>8} " if exact else ""
-    return (
-        f"{'T':>6} {'sigma':>8} {'eps_lower':>10} {'eps_point':>10} {cols}{'heuristic':>10} "
-        f"{'composition':>12}  guarantee of eps_lower"
-    )
-
-
-def _format_row(r, exact: bool = False) -> str:
-    above = bool(r.get("eps_point_above_composition"))
-    guarantee = r.get("guarantee", "")
-    if r.get("assumption_rejected"):
-        guarantee += ", assumption REJECTED"
-    cols = f"{_eps(r.get('exact_epsilon')):>10} {_err(r.get('exact_error')):>8} " if exact else ""
-    low = _eps(r["eps_lower"], "*" if r.get("eps_lower_above_exact") is True else "")
-    return (
-        f"{r['steps']:>6d} {r['noise_multiplier']:>8.4f} {low:>10} "
-        f"{_eps(r['eps_point'], '!' if above else ''):>10} {cols}{r['heuristic']:>10.3f} "
-        f"{r['composition']:>12.3f}  {guarantee}"
-    )
-
-
-def _shows_exact(config) -> bool:
-    """Whether the table has the exact columns: the config computes them and its mechanism
-    has the capability (`advsim.exact.check_scalar_law`; the same class in every row)."""
-    from advsim.exact import check_scalar_law
-    from advsim.sweep._config import build_mechanism
-
-    if not config.exact:
-        return False
-    try:
-        check_scalar_law(build_mechanism(config, config.cells()[0].params, noise_multiplier=1.0))
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _format_notes(rows, exact: bool = False) -> list[str]:
-    """What the table's columns and markers mean (only those that occur).
-
-    `exact`, `est. err`: the exact epsilon of the last model and the refinement estimate
-    of its numerical error (not a bound); `*` after eps_lower: the lower bound lies above
-    the exact epsilon plus its error (allowed at the audit's confidence c, in up to 1 - c
-    of seeds); `!` after eps_point: the estimate lies above the composition bound,
-    outside the possible range for DP-SGD (too few runs for the rates it needs); `n/a`:
-    no number (the reason is in results.json); `REJECTED` in the guarantee column: the
-    audit's assumption failed its held-out check, so its eps_lower is not credible.
-    """
-    from advsim._labels import above_exact_note
-
-    lines = []
-    if exact:
-        lines.append(
-            "exact: the exact eps(delta) of the last model (advsim.exact: its law in both "
-            "worlds propagated on grids); est. err: its numerical error as a refinement "
-            "estimate (the change between the two finest grids), not a bound"
-        )
-    above = [r for r in rows if r.get("eps_lower_above_exact") is True]
-    if above:
-        lines.append(f"* eps_lower lies {above_exact_note(above[0].get('confidence'))}")
-    if any(r.get("eps_point_above_composition") for r in rows):
-        lines.append(
-            "! eps_point lies above the composition bound: an estimate outside the possible "
-            "range (too few runs for the rates it reads)"
-        )
-    if any(r.get("eps_lower") is None or r.get("eps_point") is None for r in rows) or (
-        exact and any(r.get("exact_epsilon") is None for r in rows)
-    ):
-        lines.append(
-            "n/a: no number; results.json says why (eps_lower_note, eps_point_note"
-            + (", exact_note)" if exact else ")")
-        )
-    skipped = [r for r in rows if (r.get("exact_note") or "").startswith("skipped: predicted")]
-    for r in skipped:
-        lines.append(f"exact at T = {r.get('steps')}: {r['exact_note']}")
-    if any(r.get("assumption_rejected") for r in rows):
-        lines.append(
-            "REJECTED: the audit's assumption failed its check on the held-out runs; "
-            "use --method eps_delta or tradeoff for an assumption-free bound"
-        )
-    if any(r.get("guarantee") != "rigorous" for r in rows):
-        lines.append(
-            "eps_lower is an (eps, delta) lower bound at the stated confidence under the "
-            "assumption named in the guarantee column ('rigorous' = none, held-out threshold)"
-        )
-    return lines
-
-
 def _check_audit_args(args) -> float | None:
     """Every check that needs no computation; returns the target epsilon (None: sigma
     given)."""
@@ -356,6 +293,7 @@ def _check_audit_args(args) -> float | None:
     if args.data_scale is not None:
         _check("--data-scale", check_positive, args.data_scale)
     _mechanism_plugin(args.mechanism)
+    _check_mechanism_args(args)
     _strategy_settings(args)
     _check_audit_settings(args)
     twice = sorted({t for t in args.steps if args.steps.count(t) > 1})
@@ -398,7 +336,7 @@ def _config(args, target: float | None):
         "clip_norm": args.clip_norm,
         **({"target_epsilon": target} if target is not None else sigma),
         **_mechanism_kwargs(args),
-        **class_args("--mechanism-arg", args.mechanism_arg, _MECHANISM_FLAGS),
+        **_own_args(args),
     }
     data["adversary"] = {"name": args.adversary, **_adversary_args(args)}
     data["grid"] = {"steps": list(args.steps)}
@@ -481,15 +419,15 @@ def _cmd_audit(args) -> int:
     )
 
     shown, fresh = [], []  # every row printed; those computed now (not found by --resume)
-    exact = _shows_exact(config)
-    head = _head(exact)
+    exact = shows_exact(config)
+    head = table_head(exact)
 
     def show(row: dict, computed: bool) -> None:
         lines = [] if shown else [head, "-" * len(head)]
         shown.append(row)
         if computed:
             fresh.append(row)
-        for line in [*lines, _format_row(row, exact)]:
+        for line in [*lines, format_row(row, exact)]:
             tqdm.write(line, file=sys.stdout)
         sys.stdout.flush()
 
@@ -499,7 +437,7 @@ def _cmd_audit(args) -> int:
             rows = run_sweep(config, out, resume=args.resume, progress=not args.quiet, on_cell=show)
         except SweepError as err:
             raise _usage_error(err, args, target, out, len(shown)) from None
-    for line in _format_notes(rows, exact):
+    for line in format_notes(rows, exact):
         print(line)
     streaming = "streaming " if args.streaming else ""
     title = (
@@ -509,7 +447,7 @@ def _cmd_audit(args) -> int:
     tic = time.perf_counter()
     paths = plot_eps_vs_steps(rows, out / "eps_vs_steps", title=title)
     plotting = time.perf_counter() - tic
-    print(_time_report(fresh, plotting, time.perf_counter() - start))
+    print(time_report(fresh, plotting, time.perf_counter() - start))
     print(f"wrote {out / 'results.csv'}, {out / 'results.json'}, " + ", ".join(map(str, paths)))
     return 0
 
@@ -536,26 +474,6 @@ def _usage_error(err: SweepError, args, target, out: Path, finished: int) -> Exc
     if err.cell is not None and isinstance(cause, TypeError | ValueError | ArithmeticError):
         return UsageError(f"T={err.cell.params['steps']}: {_in_flags(_one_line(cause))}{kept}")
     return err
-
-
-def _time_report(rows, plotting: float, total: float) -> str:
-    """Where the time went, as the cells measured it (`advsim.sweep.TIME_COLUMNS`: the
-    calibration, then `run_audit`'s parts, the exact column with its compilation, computed
-    beside the rest from the second T on), and the plot; rows: those computed now."""
-    from advsim.sweep import TIME_COLUMNS
-
-    names = ("calibration", "compilation", "simulation", "audit", "bounds", "exact")
-    parts = [
-        (name, sum(float(r.get(col) or 0.0) for r in rows))
-        for name, col in zip(names, TIME_COLUMNS, strict=True)
-    ]
-    parts.append(("plot", plotting))
-    other = max(total - sum(t for _, t in parts), 0.0)
-    optional = ("calibration", "exact")  # shown only when they took time
-    text = ", ".join(f"{name} {t:.1f} s" for name, t in parts if name not in optional or t)
-    beside = sum(t for _, t in parts) - total
-    note = " (the exact column ran beside the rest: the parts add up to more)"
-    return f"time: {total:.1f} s in all: {text}, other {other:.1f} s{note if beside > 0.5 else ''}"
 
 
 def add_audit_command(sub) -> None:

@@ -213,11 +213,11 @@ def test_audit_prints_each_row_when_done_and_where_the_time_went(tmp_path, capsy
 
 
 def test_the_time_report_says_when_the_exact_column_ran_beside_the_rest():
-    from advsim.cli._audit import _time_report
+    from advsim.cli._audit_table import time_report
     from advsim.sweep import TIME_COLUMNS
 
     row = dict.fromkeys(TIME_COLUMNS, 1.0)  # six parts of 1 s each, and a plot of 1 s
-    alone = _time_report([row], plotting=1.0, total=7.0)
+    alone = time_report([row], plotting=1.0, total=7.0)
     assert alone.endswith("other 0.0 s") and "beside" not in alone
-    beside = _time_report([row], plotting=1.0, total=5.0)  # 7 s of parts in 5 s of wall
+    beside = time_report([row], plotting=1.0, total=5.0)  # 7 s of parts in 5 s of wall
     assert beside.endswith("(the exact column ran beside the rest: the parts add up to more)")

@@ -17,7 +17,7 @@ import pytest
 import advsim._exact_columns as _exact_columns
 import advsim.experiment as experiment
 from advsim.cli import main
-from advsim.cli._audit import _shows_exact
+from advsim.cli._audit_table import shows_exact
 from advsim.exact import GridTooLargeError, last_iterate_epsilon
 from advsim.mechanisms import LinearProcess
 from advsim.plotting import _NOT_PARAMS, plot_heatmap
@@ -223,7 +223,7 @@ def test_a_long_exact_column_says_its_predicted_time_and_the_audit_prints_it(eng
     """T = 10^5 at the README's rates: `advsim.exact.estimate_seconds` predicts hours (the
     engine's own cost model, planned on the host), so the column is skipped, says so with
     the estimate, and `advsim audit`'s notes print it under the table."""
-    from advsim.cli._audit import _format_notes
+    from advsim.cli._audit_table import format_notes
     from advsim.exact import estimate_seconds
     from advsim.exact._cost import duration
 
@@ -233,8 +233,8 @@ def test_a_long_exact_column_says_its_predicted_time_and_the_audit_prints_it(eng
     hours = duration(estimate_seconds(mech, DELTA))
     assert hours.endswith(" h") and float(hours.split()[0]) > 1
     assert f"predicted to take about {hours}" in cols["exact_note"]
-    notes = _format_notes([{"steps": 100_000, "eps_lower": 1.0, "eps_point": 1.0,
-                            "guarantee": "rigorous", **cols}], exact=True)  # fmt: skip
+    notes = format_notes([{"steps": 100_000, "eps_lower": 1.0, "eps_point": 1.0,
+                           "guarantee": "rigorous", **cols}], exact=True)  # fmt: skip
     assert f"exact at T = 100000: {cols['exact_note']}" in notes
     assert duration(40) == "40 s" and duration(180) == "3 min" and duration(46080) == "12.8 h"
 
@@ -310,10 +310,10 @@ def test_audit_no_exact_and_a_mechanism_without_the_capability(tmp_path, capsys)
                       "noise_multiplier": 2.0},
         "grid": {"steps": [2]},
     }  # fmt: skip
-    assert not _shows_exact(parse_config(config))
+    assert not shows_exact(parse_config(config))
     config["mechanism"]["dim"] = 1  # groups of identical examples: a scalar law
-    assert _shows_exact(parse_config(config))
-    assert not _shows_exact(parse_config({**config, "sweep": {"trials": 500, "exact": False}}))
+    assert shows_exact(parse_config(config))
+    assert not shows_exact(parse_config({**config, "sweep": {"trials": 500, "exact": False}}))
 
 
 def test_a_sweep_says_once_that_a_long_exact_column_was_skipped(tmp_path, capsys, engine_calls):
