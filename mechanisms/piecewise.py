@@ -4,8 +4,9 @@ The 1-D counterexamples of the hidden-state papers are all DP-SGD runs on a scal
 whose gradients are functions of the model value (and the step): the linear loss of the
 heuristic's tight case, the zeroing and quadratic regularizers of Section 4 of
 arXiv:2410.06186, the threshold landscape of Eq. (3) of arXiv:2405.14457. This module
-states them in one family, so that a construction is a small file (`save` / `load`) that
-a search can optimise (`advsim.search`) and a sweep can name by class path:
+states them in one family, an `AbstractFieldConstruction` of `PiecewiseField`s
+(`advsim.mechanisms.fields`), so that a construction is a small file (`save` / `load`)
+that a search can optimise (`advsim.search`) and a sweep can name by class path:
 
 - every field is a `PiecewiseField`, piecewise linear in the model value with K knots
   and a jump allowed at each knot, optionally one row of values per step;
@@ -16,9 +17,6 @@ a search can optimise (`advsim.search`) and a sweep can name by class path:
 - the step sizes are one learning rate or one per step (the landscape takes a first step
   of size 1, then steps of size 1/B).
 
-Step t of the run (Algorithm 1 of arXiv:2410.06186 in one dimension):
-$m_t = m_{t-1} - \eta_t\big(b_t\,\mathrm{clip}_C(g_c(m_{t-1}, t)) + \sum_j n_{j,t}\,
-\mathrm{clip}_C(g_j(m_{t-1}, t)) + r'(m_{t-1}, t) + \sigma C \xi_t\big)$.
 The constructions are `advsim.AbstractScalarLaw` mechanisms: `advsim.exact` gives their
 exact epsilon, and `advsim.simulate` runs them like any other mechanism.
 """
@@ -32,168 +30,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Int
 
-from advsim import AbstractScalarLaw, CanarySchedule, DPSGDParams
+from advsim import CanarySchedule, DPSGDParams
 from advsim.bounds import run_facts
-from advsim.validation import as_traced_float, check_finite, check_int
+from advsim.mechanisms.fields import AbstractFieldConstruction, PiecewiseField
+from advsim.validation import check_int, check_positive
 
-__all__ = ["FILE_FORMAT", "PiecewiseConstruction", "PiecewiseField"]
+__all__ = ["FILE_FORMAT", "PiecewiseConstruction"]
 
 FILE_FORMAT = "advsim.piecewise/1"
 """The `format` entry of a saved construction (`PiecewiseConstruction.save`)."""
+SEARCHED_FIELDS = ("canary", "groups", "regularizer")
+"""The fields of a `PiecewiseConstruction` a search may vary (`search_parameters`)."""
 
 
-def _matrix(name: str, values, knots: int, steps: int | None) -> np.ndarray:
-    """`values` as a float64 (rows, knots) array: one row (every step) or one per step."""
-    arr = np.asarray(values, np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != knots:
-        raise ValueError(
-            f"{name} must have shape ({knots},) or (rows, {knots}) for {knots} knot(s), got "
-            f"shape {np.shape(values)}"
-        )
-    if steps is not None and arr.shape[0] not in (1, steps):
-        raise ValueError(
-            f"{name} must have 1 row (every step) or {steps} rows (one per step), got "
-            f"{arr.shape[0]}"
-        )
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {arr.tolist()!r}")
-    return arr
-
-
-class PiecewiseField(eqx.Module):
-    r"""A gradient field of a scalar model, piecewise linear with jumps at its knots.
-
-    $$g(m, t) = \mathrm{PL}_t(m) + \sum_k s_{t,k}\,\mathbf{1}[m > \kappa_k],$$
-
-    where $\mathrm{PL}_t$ interpolates the row `values[t]` linearly between the knots
-    $\kappa_1 < \dots < \kappa_K$ and is constant beyond the end knots, and $s_{t,k}$ is
-    the jump at knot k (`jumps[t]`). So $g(\kappa_k) = \mathrm{PL}_t(\kappa_k) + \sum_{j<k}
-    s_{t,j}$: the field is continuous from the left at a jump. A field with one row is the
-    same at every step; one with T rows uses row t - 1 at step t. Every array is float64
-    numpy, so fields of one shape share a compiled propagation or simulation. A field given
-    `jumps` (even zeros) declares its knots as breakpoints to `advsim.exact`, which then
-    splits the grid cell holding each; one without is continuous.
-
-    Args:
-        knots: $\kappa$, strictly increasing, K >= 1.
-        values: (K,) or (rows, K).
-        jumps: same shape as `values`, or None (default: a continuous field).
-        steps: T, when known: then the rows must be 1 or T.
-
-    Raises:
-        ValueError: knots not increasing, shapes that disagree, values not finite.
-
-    Example:
-        >>> g = PiecewiseField(knots=[0.5], values=[1.0], jumps=[-2.0])  # +1, then -1
-        >>> [float(v) for v in g(jnp.array([0.0, 0.5, 1.0]), 1)]
-        [1.0, 1.0, -1.0]
-    """
-
-    knots: np.ndarray
-    values: np.ndarray
-    jumps: np.ndarray | None
-
-    def __init__(self, knots: Sequence[float], values, jumps=None, *, steps: int | None = None):
-        k = np.asarray(knots, np.float64).reshape(-1)
-        if k.size == 0 or not np.all(np.isfinite(k)) or np.any(np.diff(k) <= 0):
-            raise ValueError(
-                f"knots must be one or more finite, strictly increasing values, got {k.tolist()!r}"
-            )
-        self.knots = k
-        self.values = _matrix("values", values, k.size, steps)
-        self.jumps = None if jumps is None else _matrix("jumps", jumps, k.size, steps)
-        if self.jumps is not None and self.jumps.shape != self.values.shape:
-            raise ValueError(
-                f"jumps must have the shape of values {self.values.shape}, got {self.jumps.shape}"
-            )
-
-    @classmethod
-    def constant(cls, value: float) -> PiecewiseField:
-        """g(m) = value everywhere (a linear loss's gradient)."""
-        return cls(knots=[0.0], values=[value])
-
-    @classmethod
-    def linear(cls, slope: float, *, radius: float) -> PiecewiseField:
-        """g(m) = slope * m on [-radius, radius], constant beyond (a quadratic loss or
-        regularizer, exact wherever the model stays within the radius)."""
-        return cls(knots=[-radius, radius], values=[-slope * radius, slope * radius])
-
-    @property
-    def rows(self) -> int:
-        """1 (the same field every step) or T (one row per step)."""
-        return int(self.values.shape[0])
-
-    def __call__(self, m: Float[Array, "*s"], t: Int[Array, ""]) -> Float[Array, "*s"]:
-        """g(m, t), elementwise, in the dtype of `m` (jittable)."""
-        row = jnp.clip(jnp.asarray(t, jnp.int32) - 1, 0, self.rows - 1)
-        knots = jnp.asarray(self.knots, m.dtype)
-        values = jnp.asarray(self.values, m.dtype)[row]
-        out = jnp.interp(m, knots, values)
-        if self.jumps is None:
-            return out
-        jumps = jnp.asarray(self.jumps, m.dtype)[row]
-        steps = (m[..., None] > knots).astype(m.dtype)
-        return out + jnp.sum(jumps * steps, axis=-1)
-
-    def slope_bounds(self) -> tuple[float, float]:
-        """A lower and an upper bound on g' over every step's row: the slopes between the
-        knots and 0 beyond them (-inf / inf where a row jumps down / up)."""
-        slopes = np.diff(self.values, axis=1) / np.diff(self.knots)
-        lo = float(min(0.0, slopes.min(initial=0.0)))
-        hi = float(max(0.0, slopes.max(initial=0.0)))
-        if self.jumps is not None and np.any(self.jumps < 0):
-            lo = -np.inf
-        if self.jumps is not None and np.any(self.jumps > 0):
-            hi = np.inf
-        return lo, hi
-
-    def sup_abs(self) -> float:
-        """max |g| over the line and every step (at the knots' one-sided limits: the field
-        is linear between them and constant beyond)."""
-        jumps = np.zeros_like(self.values) if self.jumps is None else self.jumps
-        before = np.cumsum(jumps, axis=1) - jumps  # the jumps of the knots to the left
-        left = self.values + before
-        return float(max(np.abs(left).max(), np.abs(left + jumps).max()))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The field as JSON-ready lists."""
-        return {
-            "knots": self.knots.tolist(),
-            "values": self.values.tolist(),
-            "jumps": None if self.jumps is None else self.jumps.tolist(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, steps: int | None = None) -> PiecewiseField:
-        """The field `to_dict` wrote."""
-        unknown = sorted(set(data) - {"knots", "values", "jumps"})
-        if unknown:
-            raise ValueError(f"a field has entries knots, values, jumps; unknown: {unknown}")
-        return cls(data["knots"], data["values"], data.get("jumps"), steps=steps)
-
-
-def _field(name: str, value, steps: int) -> PiecewiseField:
-    if value is None:
-        return PiecewiseField.constant(0.0)
-    if isinstance(value, Mapping):
-        return PiecewiseField.from_dict(value, steps=steps)
-    if isinstance(value, PiecewiseField):
-        if value.rows not in (1, steps):
-            raise ValueError(
-                f"{name} has {value.rows} rows of values: 1 (every step) or steps = {steps}"
-            )
-        return value
-    raise TypeError(f"{name} must be a PiecewiseField or its dict, got {type(value).__name__}")
-
-
-class PiecewiseConstruction(AbstractScalarLaw):
+class PiecewiseConstruction(AbstractFieldConstruction):
     r"""A scalar DP-SGD construction whose fields are `PiecewiseField`s (module docstring).
 
     The family holds the papers' 1-D constructions: `linear_loss` (the heuristic's tight
@@ -282,19 +136,25 @@ class PiecewiseConstruction(AbstractScalarLaw):
             if step_sizes is None
             else sizes
         )
-        self.init = as_traced_float("init", init, check_finite)
-        self.canary = _field("canary", canary, steps)
-        self.groups = tuple(_field(f"groups[{i}]", g, steps) for i, g in enumerate(groups))
-        counts = [1] * len(self.groups) if counts is None else list(counts)
-        if len(counts) != len(self.groups):
-            raise ValueError(
-                f"counts must have one entry per group ({len(self.groups)}), got {counts!r}"
-            )
-        checked = [
-            check_int(f"counts[{i}]", n, minimum=0, maximum=2**31 - 1) for i, n in enumerate(counts)
-        ]
-        self.counts = np.asarray(checked, np.int64)
-        self.regularizer = _field("regularizer", regularizer, steps)
+        self._set_fields(
+            init=init, canary=canary, groups=groups, counts=counts, regularizer=regularizer
+        )
+
+    def as_field(self, name: str, value) -> PiecewiseField:
+        """`value` as a field of this T-step run: a `PiecewiseField` with 1 or T rows, or
+        its dict (`PiecewiseField.to_dict`); None: the zero field."""
+        steps = self.steps
+        if value is None:
+            return PiecewiseField.constant(0.0)
+        if isinstance(value, Mapping):
+            return PiecewiseField.from_dict(value, steps=steps)
+        if isinstance(value, PiecewiseField):
+            if value.rows not in (1, steps):
+                raise ValueError(
+                    f"{name} has {value.rows} rows of values: 1 (every step) or steps = {steps}"
+                )
+            return value
+        raise TypeError(f"{name} must be a PiecewiseField or its dict, got {type(value).__name__}")
 
     @classmethod
     def contract_examples(cls) -> dict[str, PiecewiseConstruction]:
@@ -315,35 +175,10 @@ class PiecewiseConstruction(AbstractScalarLaw):
 
     # The mechanism ------------------------------------------------------------------
 
-    def init_model(self) -> Float[Array, " d"]:
-        return jnp.reshape(jnp.asarray(self.init, jnp.float32), (1,))
-
-    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
-        return self.canary(model, t)
-
-    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "g d"]:
-        if not self.groups:
-            return jnp.zeros((0, 1), model.dtype)
-        return jnp.stack([g(model, t) for g in self.groups])
-
-    def data_counts(self) -> Int[Array, " g"]:
-        return jnp.asarray(self.counts, jnp.int32)
-
-    def regularizer_gradient(
-        self, model: Float[Array, " d"], t: Int[Array, ""]
-    ) -> Float[Array, " d"]:
-        return self.regularizer(model, t)
-
     def step_size(self, t: Int[Array, ""]):
         """eta_t: `step_sizes[t - 1]`, or the one learning rate."""
         sizes = jnp.asarray(self.step_sizes)
         return sizes[jnp.clip(jnp.asarray(t, jnp.int32) - 1, 0, sizes.shape[0] - 1)]
-
-    def field_breakpoints(self) -> Float[Array, " k"]:
-        """The knots of every field given jumps: where a field may jump (`advsim.exact`)."""
-        fields = (self.canary, *self.groups, self.regularizer)
-        knots = [jnp.asarray(f.knots) for f in fields if f.jumps is not None]
-        return jnp.concatenate(knots) if knots else jnp.zeros((0,))
 
     def facts(self):
         """What this run certifies for `advsim.bounds` (`ProcessFacts`), over every step's
@@ -379,6 +214,45 @@ class PiecewiseConstruction(AbstractScalarLaw):
             regularizer_zero=self.regularizer.sup_abs() == 0.0, lipschitz=sup, holder=holder,
             source="PiecewiseConstruction: its fields' rows, knot by knot",
         )  # fmt: skip
+
+    # The search's protocol ------------------------------------------------------------
+
+    def _named_fields(self, fields: Sequence[str]) -> list[PiecewiseField]:
+        out = []
+        for name in fields:
+            if name not in SEARCHED_FIELDS:
+                raise ValueError(
+                    f"fields names {name!r}; the searched fields are {SEARCHED_FIELDS}"
+                )
+            out += list(self.groups) if name == "groups" else [getattr(self, name)]
+        return out
+
+    def search_parameters(self, fields: Sequence[str] = SEARCHED_FIELDS) -> tuple:
+        """The arrays a search varies (the protocol of `advsim.search`): for each field
+        named in `fields` ("canary", "groups": every group's, "regularizer"), in that
+        order, its `values`, then its `jumps` where it has them."""
+        out = []
+        for f in self._named_fields(fields):
+            out += [f.values] if f.jumps is None else [f.values, f.jumps]
+        return tuple(out)
+
+    def search_box(
+        self, fields: Sequence[str] = SEARCHED_FIELDS, *, regularizer_bound: float = 4.0
+    ) -> tuple[tuple[float, float], ...]:
+        """The (lo, hi) of each of `search_parameters(fields)`: the canary's and the groups'
+        values in [-C, C] and jumps in [-2C, 2C] (the engine clips their fields to C), the
+        regularizer's values in [-R, R] and jumps in [-2R, 2R], with R = `regularizer_bound`
+        in the model's units per step (default 4, the search config's)."""
+        r = check_positive("regularizer_bound", regularizer_bound)
+        c = float(self.clip_norm)
+        out = []
+        for name in fields:
+            scale = r if name == "regularizer" else c
+            for f in self._named_fields([name]):
+                out.append((-scale, scale))
+                if f.jumps is not None:
+                    out.append((-2.0 * scale, 2.0 * scale))
+        return tuple(out)
 
     # The papers' constructions -----------------------------------------------------
 

@@ -10,9 +10,11 @@ the simulation engine and audits it; `plot_fields` draws it. The CLI is `advsim 
 CONFIG`.
 
 A construction class of your own is searched the same way (`construction = "module:Class"`
-in the config): any `advsim.AbstractScalarLaw` whose class names the arrays the search
-varies, `search_parameters()`, and their box, `search_box()` (`ParameterFamily`); the best
-member's arrays are saved in `best.eqx`, and `load_best(folder)` rebuilds it as that class.
+in the config, loaded as sweeps and the CLI load a mechanism): any `advsim.AbstractScalarLaw`
+that follows `SearchableConstruction`, naming the arrays the search varies,
+`search_parameters()`, and their box, `search_box()`; `PiecewiseConstruction` is one such
+class. `search.json` records the best member's class (`construction_class`), its arrays are
+saved in `best.eqx`, and `load_best(folder)` rebuilds it as that class.
 """
 
 from advsim.search._config import (
@@ -24,7 +26,12 @@ from advsim.search._config import (
 )
 from advsim.search._confirm import Confirmation, confirm, decisive_events
 from advsim.search._family import Family, build_family, paper_start
-from advsim.search._parameters import ParameterFamily, build_parameter_family, load_best
+from advsim.search._parameters import (
+    ParameterFamily,
+    SearchableConstruction,
+    build_parameter_family,
+    load_best,
+)
 from advsim.search._report import plot_fields
 from advsim.search._run import SearchResult, search
 
@@ -36,6 +43,7 @@ __all__ = [
     "ParameterFamily",
     "SearchConfig",
     "SearchResult",
+    "SearchableConstruction",
     "build_family",
     "build_parameter_family",
     "config_from_mapping",

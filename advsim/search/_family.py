@@ -1,5 +1,6 @@
 """The searched family at one cell: the common knots, the starts embedded in it, the box,
-and the map from a parameter vector to a `PiecewiseConstruction`."""
+and the map from a parameter vector to a `PiecewiseConstruction` (through its
+`search_parameters` and `search_box`, the protocol any searched class follows)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from advsim.exact._plan import layout
 from advsim.mechanisms import PiecewiseConstruction, PiecewiseField
 from advsim.search._config import SearchConfig
 
-__all__ = ["Family", "build_family"]
+__all__ = ["Family", "box_vectors", "build_family"]
 
 
 def _cell_options(cfg: SearchConfig) -> dict:
@@ -108,15 +109,8 @@ class Family:
     starts: dict[str, np.ndarray]
 
     def _leaves(self, mech):
-        """The searched arrays of `mech`, in a fixed order."""
-        out = []
-        for name in self.config.search:
-            fields = mech.groups if name == "groups" else (getattr(mech, name),)
-            for f in fields:
-                out.append(f.values)
-                if f.jumps is not None:
-                    out.append(f.jumps)
-        return out
+        """The searched arrays of `mech`, in a fixed order (its `search_parameters`)."""
+        return list(mech.search_parameters(self.config.search))
 
     def vector(self, mech) -> np.ndarray:
         """The parameter vector of a member."""
@@ -153,6 +147,31 @@ class Family:
                 if f.jumps is not None:
                     mask.append(np.ones(f.jumps.size, bool))
         return np.concatenate(mask)
+
+
+def box_vectors(template, params, box) -> tuple[np.ndarray, np.ndarray]:
+    """The flat lower and upper bounds of the arrays `params` from their `box`, one
+    (lo, hi) per array (scalars or arrays broadcastable to its shape).
+
+    Raises:
+        ValueError: a box of the wrong length, or not finite with lo < hi.
+    """
+    name = type(template).__name__
+    params, box = [np.asarray(p, np.float64) for p in params], list(box)
+    if len(box) != len(params):
+        raise ValueError(
+            f"{name}.search_box() gives {len(box)} (lo, hi) pairs for {len(params)} "
+            "search_parameters()"
+        )
+    lower, upper = [np.zeros(0)], [np.zeros(0)]
+    for i, (p, (lo, hi)) in enumerate(zip(params, box, strict=True)):
+        lo = np.broadcast_to(np.asarray(lo, np.float64), p.shape).reshape(-1)
+        hi = np.broadcast_to(np.asarray(hi, np.float64), p.shape).reshape(-1)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
+            raise ValueError(f"{name}.search_box()[{i}] must be finite with lo < hi")
+        lower.append(lo)
+        upper.append(hi)
+    return np.concatenate(lower), np.concatenate(upper)
 
 
 def _span(cfg: SearchConfig, starts: list[PiecewiseConstruction]) -> tuple[float, float]:
@@ -195,18 +214,10 @@ def build_family(cfg: SearchConfig) -> Family:
         )  # fmt: skip
 
     template = embed(base)
-    family = Family(cfg, knots, template, np.zeros(0), np.zeros(0), {})
-    c, r = cfg.clip_norm, cfg.regularizer_bound
-    bounds = []
-    for name in cfg.search:
-        fields = template.groups if name == "groups" else (getattr(template, name),)
-        scale = r if name == "regularizer" else c
-        for f in fields:
-            bounds.append(np.full(f.values.size, scale))
-            if f.jumps is not None:
-                bounds.append(np.full(f.jumps.size, 2.0 * scale))
-    bound = np.concatenate(bounds) if bounds else np.zeros(0)
-    family.lower, family.upper = -bound, bound
+    box = template.search_box(cfg.search, regularizer_bound=cfg.regularizer_bound)
+    lower, upper = box_vectors(template, template.search_parameters(cfg.search), box)
+    family = Family(cfg, knots, template, lower, upper, {})
+    bound, r = upper, cfg.regularizer_bound
     for name, mech in papers.items():
         theta = family.vector(embed(mech))
         if np.any(np.abs(theta) > bound * (1 + 1e-12)):

@@ -1,19 +1,13 @@
-"""A construction class of your own, searched through the arrays it names.
+"""The protocol of a searched construction class, and the family of a class of your own.
 
 Any scalar-law mechanism (`advsim.AbstractScalarLaw`) can be searched: its class names the
-arrays the search varies and their box, and is built from the config's cell. The protocol:
-
-- `search_parameters(self) -> tuple[Array, ...]`: the searched arrays, each a field of the
-  mechanism (float, any shape); the search replaces them with `eqx.tree_at`;
-- `search_box(self) -> tuple[tuple[lo, hi], ...]`: for each of them, the bounds of its
-  entries (scalars or arrays broadcastable to its shape), lo < hi;
-- the constructor takes `steps, sampling_prob, noise_multiplier` and the config's
-  `construction_args` by keyword.
-
-The search starts from the construction as built (the start "given"), plus
-`random_starts` members drawn uniformly in the box; the best member is saved as the
-arrays' values (`best.eqx`, `eqx.tree_serialise_leaves`) beside the config that builds
-the class, and `load_best(folder)` rebuilds it.
+arrays the search varies and their box (`SearchableConstruction`), and is built from the
+config's cell. The built-in `advsim.mechanisms.PiecewiseConstruction` is one
+implementation (its fields' values and jumps); the search starts from the construction as
+built (the start "given"), plus `random_starts` members drawn uniformly in the box. The
+best member is saved as its arrays (`best.eqx`, `eqx.tree_serialise_leaves`) beside the
+config that builds the class and the class's path (`search.json`), and `load_best(folder)`
+rebuilds it as that class.
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import equinox as eqx
 import numpy as np
@@ -28,12 +23,48 @@ import numpy as np
 from advsim._mechanism import AbstractScalarLaw
 from advsim.exact import grid_reach
 from advsim.search._config import SearchConfig, config_from_mapping
-from advsim.search._family import Family
+from advsim.search._family import Family, box_vectors
 
-__all__ = ["ParameterFamily", "build_parameter_family", "load_best"]
+__all__ = [
+    "ParameterFamily",
+    "SearchableConstruction",
+    "build_parameter_family",
+    "class_path",
+    "load_best",
+]
 
 #: The start a class-defined search begins from: the construction as the config builds it.
 GIVEN = "given"
+
+
+@runtime_checkable
+class SearchableConstruction(Protocol):
+    """What `advsim.search` needs of a construction class besides being an
+    `advsim.AbstractScalarLaw`.
+
+    - `search_parameters()`: the searched arrays, a tuple of the mechanism's own array
+      fields (float, any shape). A member is the template with these arrays replaced,
+      `eqx.tree_at(lambda m: m.search_parameters(), template, new_arrays)`, so the method
+      must return the arrays themselves, not copies;
+    - `search_box()`: for each of them, the (lo, hi) bounds of its entries (scalars or
+      arrays broadcastable to its shape), finite with lo < hi;
+    - the constructor (or the `module:Class.factory` the config names) takes
+      `steps, sampling_prob, noise_multiplier` and the config's `construction_args` by
+      keyword.
+
+    `advsim.mechanisms.PiecewiseConstruction` implements it (its fields' values and jumps,
+    in [-C, C] for the clipped fields).
+    """
+
+    def search_parameters(self) -> tuple[Any, ...]: ...
+
+    def search_box(self) -> tuple[tuple[Any, Any], ...]: ...
+
+
+def class_path(obj) -> str:
+    """`"module:Class"` of an object's class: how a search records what it found."""
+    cls = type(obj)
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _construct(cfg: SearchConfig):
@@ -57,7 +88,7 @@ def _construct(cfg: SearchConfig):
     if missing:
         raise ValueError(
             f"construction {cfg.construction!r}: {name} has no {' or '.join(missing)} "
-            "(advsim.search's protocol: the arrays it varies and their box)"
+            "(advsim.search.SearchableConstruction: the arrays it varies and their box)"
         )
     return mech
 
@@ -89,26 +120,9 @@ def build_parameter_family(cfg: SearchConfig) -> ParameterFamily:
     """
     template = _construct(cfg)
     name = type(template).__name__
-    params = [np.asarray(p, np.float64) for p in template.search_parameters()]
-    box = list(template.search_box())
-    if len(box) != len(params):
-        raise ValueError(
-            f"{name}.search_box() gives {len(box)} (lo, hi) pairs for {len(params)} "
-            "search_parameters()"
-        )
-    lower, upper = [], []
-    for i, (p, (lo, hi)) in enumerate(zip(params, box, strict=True)):
-        lo = np.broadcast_to(np.asarray(lo, np.float64), p.shape).reshape(-1)
-        hi = np.broadcast_to(np.asarray(hi, np.float64), p.shape).reshape(-1)
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo < hi)):
-            raise ValueError(f"{name}.search_box()[{i}] must be finite with lo < hi")
-        lower.append(lo)
-        upper.append(hi)
+    lower, upper = box_vectors(template, template.search_parameters(), template.search_box())
     span = cfg.span if cfg.span is not None else grid_reach(template, cfg.cells_per_sd)
-    family = ParameterFamily(
-        cfg, np.asarray(span, np.float64), template, np.concatenate(lower),
-        np.concatenate(upper), {},
-    )  # fmt: skip
+    family = ParameterFamily(cfg, np.asarray(span, np.float64), template, lower, upper, {})
     theta = family.vector(template)
     if np.any(theta < family.lower) or np.any(theta > family.upper):
         raise ValueError(f"the construction as built lies outside {name}.search_box()")
@@ -126,12 +140,14 @@ def save_best(folder: Path, best) -> Path:
 
 
 def load_best(folder: str | Path):
-    """The best construction a finished search wrote in `folder`: a class of your own is
-    built from the config recorded in `search.json` and given the saved arrays; the
-    built-in family is read from `best.json` (`PiecewiseConstruction.load`).
+    """The best construction a finished search wrote in `folder`, as the class it recorded
+    (`construction_class` in `search.json`): a class of your own is built from the
+    recorded config and given the saved arrays (`best.eqx`); the built-in family is read
+    from `best.json` (`PiecewiseConstruction.load`).
 
     Raises:
-        ValueError: no finished search in `folder`.
+        ValueError: no finished search in `folder`, or a config that now builds another
+            class than the one the search recorded.
     """
     folder = Path(folder)
     try:
@@ -142,5 +158,13 @@ def load_best(folder: str | Path):
     if cfg.construction is None:
         from advsim.mechanisms import PiecewiseConstruction
 
-        return PiecewiseConstruction.load(folder / "best.json")
-    return eqx.tree_deserialise_leaves(folder / "best.eqx", _construct(cfg))
+        best = PiecewiseConstruction.load(folder / "best.json")
+    else:
+        best = eqx.tree_deserialise_leaves(folder / "best.eqx", _construct(cfg))
+    recorded = summary.get("construction_class", class_path(best))
+    if class_path(best) != recorded:
+        raise ValueError(
+            f"the search in {str(folder)!r} found a {recorded}; its config "
+            f"construction = {cfg.construction!r} now builds a {class_path(best)}"
+        )
+    return best

@@ -9,9 +9,11 @@ evaluates `budget` members drawn in the box. Whatever either reports is recomput
 
 A search writes into its folder, atomically, after every chunk of work: `state.json` (the
 progress of every start, the random arm's best, the optimiser's state), `trace.csv` (the
-objective at every step), and at the end `best.json` (the best construction, a
-`PiecewiseConstruction` file), `search.json` (the summary) and `fields.png`. Run again on
-the same folder with `resume=True` it continues where it stopped.
+objective at every step), and at the end `search.json` (the summary, with the best
+construction's class as `construction_class`, "module:Class"), the best construction
+(`best.json`, a `PiecewiseConstruction` file, with `fields.png`; for a class of your
+own its searched arrays, `best.eqx`, and `best_meta.json`), which `load_best` reloads.
+Run again on the same folder with `resume=True` it continues where it stopped.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from advsim.exact import ERROR_KIND, last_iterate_epsilon, last_iterate_epsilons
 from advsim.exact._gradient import FixedGridEpsilon
 from advsim.search._config import CONFIRM_KEYS, SearchConfig
 from advsim.search._family import Family, build_family
-from advsim.search._parameters import save_best
+from advsim.search._parameters import class_path, save_best
 
 __all__ = ["SearchResult", "search"]
 
@@ -54,7 +56,7 @@ class SearchResult:
 
     Attributes:
         config: the search's config.
-        best: the best construction (a `PiecewiseConstruction`).
+        best: the best construction (a `PiecewiseConstruction`, or the config's class).
         best_from: which arm and start found it ("gradient:landscape", "random", ...).
         exact_epsilon, exact_error: `last_iterate_epsilon` of `best` (finest of three
             grids; the error is a refinement estimate, not a bound).
@@ -353,7 +355,8 @@ def _write_results(result: SearchResult, law) -> None:
     folder = result.folder
     meta = {"exact_epsilon": result.exact_epsilon, "exact_error": result.exact_error,
             "found_by": result.best_from, "delta": result.config.delta}  # fmt: skip
-    write_json(folder / "search.json", {**result.summary(), **provenance(result.config.to_dict())})
+    summary = {**result.summary(), "construction_class": class_path(result.best)}
+    write_json(folder / "search.json", {**summary, **provenance(result.config.to_dict())})
     if result.config.construction is not None:  # a class of the user's: its arrays
         save_best(folder, result.best)
         write_json(folder / "best_meta.json", meta)

@@ -15,7 +15,8 @@ lets hypothesis search the parameter space for a violation:
   (`gaussian_sampler`, `mixture_sampler`, `simulation_sampler`) and measure how often its
   lower bound exceeds the truth, with a Clopper-Pearson interval (`Calibration`);
 - random scalar constructions with a ground truth (`advsim.exact` computes the exact
-  epsilon of their last model): `ScalarField` (a parametric gradient field),
+  epsilon of their last model): `ScalarField` (a parametric gradient field, from the
+  fields-as-data vocabulary `advsim.mechanisms.fields`),
   `ScalarFieldConstruction` / `ProjectedScalarFieldConstruction` (the run), strategies
   that meet a bound's assumptions (`linear_constructions`: the last-iterate heuristic,
   Theorem 1 of arXiv:2410.06186; `convex_constructions`: the shifted-interpolation bound,

@@ -26,21 +26,6 @@ __all__ = ["construction_to_dict", "load_construction", "save_construction"]
 
 FILE_FORMAT = "advsim-scalar-field-construction-1"
 
-_FIELD_KEYS = (
-    "knots", "knot_slopes", "bump_centres", "bump_heights", "bump_widths", "roots",
-    "root_heights", "root_exponents", "jumps", "jump_heights",
-)  # fmt: skip
-
-
-def _field_to_dict(field: ScalarField) -> dict[str, Any]:
-    out = {"offset": float(field.offset), "slope": float(field.slope)}
-    out.update({k: np.asarray(getattr(field, k), np.float64).tolist() for k in _FIELD_KEYS})
-    return out
-
-
-def _field_from_dict(data) -> ScalarField:
-    return ScalarField(data["offset"], data["slope"], **{k: data[k] for k in _FIELD_KEYS})
-
 
 def construction_to_dict(mech) -> dict[str, Any]:
     """A `ScalarFieldConstruction` or `ProjectedScalarFieldConstruction` as JSON-ready
@@ -63,10 +48,10 @@ def construction_to_dict(mech) -> dict[str, Any]:
         ),
         "init": float(mech.init),
         "radius": radius,
-        "canary": _field_to_dict(mech.canary),
-        "groups": [_field_to_dict(g) for g in mech.groups],
+        "canary": mech.canary.to_dict(),
+        "groups": [g.to_dict() for g in mech.groups],
         "counts": np.asarray(mech.counts).tolist(),
-        "regularizer": _field_to_dict(mech.regularizer),
+        "regularizer": mech.regularizer.to_dict(),
         "describe": mech.describe(),
     }
 
@@ -98,10 +83,10 @@ def load_construction(path: str | os.PathLike):
         raise ValueError(f"path {str(path)!r} is not a {FILE_FORMAT} file")
     sched = data["canary_schedule"]
     kwargs = dict(
-        canary=_field_from_dict(data["canary"]),
-        groups=[_field_from_dict(g) for g in data["groups"]],
+        canary=ScalarField.from_dict(data["canary"]),
+        groups=[ScalarField.from_dict(g) for g in data["groups"]],
         counts=data["counts"],
-        regularizer=_field_from_dict(data["regularizer"]),
+        regularizer=ScalarField.from_dict(data["regularizer"]),
         init=data["init"],
         clip_norm=data["clip_norm"],
         learning_rate=data["learning_rate"],

@@ -23,34 +23,11 @@ import math
 import numpy as np
 
 from advsim.bounds._assumptions import ProcessFacts, run_facts
-from advsim.testing._scalar_field import ScalarField
-
-
-def slope_bounds(field) -> tuple[float, float]:
-    """A lower and an upper bound on g' everywhere (a jump makes one of them infinite)."""
-    lo = hi = float(field.slope)
-    lo += float(np.sum(np.minimum(field.knot_slopes, 0.0)))
-    hi += float(np.sum(np.maximum(field.knot_slopes, 0.0)))
-    ratio = field.bump_heights / field.bump_widths
-    lo += float(np.sum(np.minimum(ratio, 0.0)))
-    hi += float(np.sum(np.maximum(ratio, 0.0)))
-    if np.any(field.jump_heights < 0):
-        lo = -math.inf
-    if np.any(field.jump_heights > 0):
-        hi = math.inf
-    # h sign(r)|r|^gamma: slope h at gamma = 1; below 1, slopes in [0, inf) times h.
-    h, gamma = field.root_heights, field.root_exponents
-    lo += float(np.sum(h[gamma >= 1.0]))
-    hi += float(np.sum(h[gamma >= 1.0]))
-    if np.any((h > 0) & (gamma < 1.0)):
-        hi = math.inf
-    if np.any((h < 0) & (gamma < 1.0)):
-        lo = -math.inf
-    return lo, hi
+from advsim.mechanisms.fields import ScalarField
 
 
 def smoothness(field) -> float:
-    lo, hi = slope_bounds(field)
+    lo, hi = field.slope_bounds()
     return max(abs(lo), abs(hi))
 
 
@@ -110,16 +87,16 @@ def field_facts(mech) -> ProcessFacts:
     groups = [g for g, n in zip(mech.groups, np.asarray(mech.counts), strict=True) if n > 0]
     counts = [int(n) for n in np.asarray(mech.counts) if n > 0]
     examples = [canary, *groups]
-    slopes = [slope_bounds(f) for f in examples]
-    reg_lo, reg_hi = slope_bounds(reg)
+    slopes = [f.slope_bounds() for f in examples]
+    reg_lo, reg_hi = reg.slope_bounds()
     # The objective in both worlds: without the canary, and with its loss added.
-    out_lo = reg_lo + sum(n * slope_bounds(g)[0] for g, n in zip(groups, counts, strict=True))
-    out_hi = reg_hi + sum(n * slope_bounds(g)[1] for g, n in zip(groups, counts, strict=True))
+    out_lo = reg_lo + sum(n * g.slope_bounds()[0] for g, n in zip(groups, counts, strict=True))
+    out_hi = reg_hi + sum(n * g.slope_bounds()[1] for g, n in zip(groups, counts, strict=True))
     obj_lo = min(out_lo, out_lo + slopes[0][0])
     obj_hi = max(out_hi, out_hi + slopes[0][1])
     fields = [*examples, reg]
     linear = all(f.is_constant() for f in fields)
-    convex = all(slope_bounds(f)[0] >= 0.0 for f in fields)
+    convex = all(f.slope_bounds()[0] >= 0.0 for f in fields)
     reg_zero = bool(reg.is_constant() and float(reg.offset) == 0.0)
 
     def holder(beta: float) -> float:

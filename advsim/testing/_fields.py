@@ -1,11 +1,10 @@
 r"""The DP-SGD constructions built from scalar gradient fields (`advsim.testing`).
 
-- `ScalarField` (`advsim.testing._scalar_field`): a small parametric family of gradient
-  fields $g(m)$ of a scalar model, with host-side certificates of what bounds assume;
-- `ScalarFieldConstruction` and `ProjectedScalarFieldConstruction`: the DP-SGD run whose
-  canary, data groups and regularizer are such fields (the engine clips, samples and adds
-  the noise), optionally projected onto $[-R, R]$ (`advsim.AbstractProjected`), with the
-  `ConvexityCertificate` of a projected one. `advsim.testing._exact` draws them at random.
+`ScalarFieldConstruction` and `ProjectedScalarFieldConstruction`: the DP-SGD run whose
+canary, data groups and regularizer are `ScalarField`s (an `AbstractFieldConstruction` of
+`advsim.mechanisms.fields`: the engine clips, samples and adds the noise), optionally
+projected onto $[-R, R]$ (`advsim.AbstractProjected`), with the `ConvexityCertificate` of
+a projected one. The property tests' strategies draw them at random.
 """
 
 from __future__ import annotations
@@ -13,22 +12,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Unpack
+from typing import NotRequired, Required, Unpack
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
-from advsim._mechanism import AbstractProjected, AbstractScalarLaw
+from advsim._mechanism import AbstractProjected
 from advsim._records import DPSGDOptions, DPSGDParams
-from advsim._validation import (
-    as_traced_float,
-    check_finite,
-    check_positive,
-)
+from advsim._validation import as_traced_float, check_positive
 from advsim.bounds import ShiftedInterpolationBound, shifted_interpolation_bound
-from advsim.testing._scalar_field import ScalarField
+from advsim.mechanisms.fields import AbstractFieldConstruction, ScalarField
 
 __all__ = [
     "ConvexityCertificate",
@@ -42,38 +36,24 @@ __all__ = [
 # The construction
 
 
-class _AbstractFieldConstruction(AbstractScalarLaw):
-    """What the two field constructions share: the fields, the counts, m_0."""
+class _AbstractScalarFieldConstruction(AbstractFieldConstruction):
+    """What the two scalar field constructions share: their fields, `ScalarField`s, and
+    what their terms certify."""
 
-    params: eqx.AbstractVar[DPSGDParams]
-    init: eqx.AbstractVar[np.ndarray]
-    canary: eqx.AbstractVar[ScalarField]
-    groups: eqx.AbstractVar[tuple[ScalarField, ...]]
-    counts: eqx.AbstractVar[np.ndarray]
-    regularizer: eqx.AbstractVar[ScalarField]
+    params: DPSGDParams
+    init: np.ndarray
+    canary: ScalarField
+    groups: tuple[ScalarField, ...]
+    counts: np.ndarray
+    regularizer: ScalarField
 
-    def init_model(self) -> Float[Array, " d"]:
-        return jnp.reshape(jnp.asarray(self.init, jnp.float32), (1,))
-
-    def canary_gradient(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, " d"]:
-        return self.canary(model)
-
-    def data_gradients(self, model: Float[Array, " d"], t: Int[Array, ""]) -> Float[Array, "g d"]:
-        if not self.groups:
-            return jnp.zeros((0, 1), model.dtype)
-        return jnp.stack([g(model) for g in self.groups])
-
-    def data_counts(self) -> Int[Array, " g"]:
-        return jnp.asarray(self.counts, jnp.int32)
-
-    def regularizer_gradient(
-        self, model: Float[Array, " d"], t: Int[Array, ""]
-    ) -> Float[Array, " d"]:
-        return self.regularizer(model)
-
-    def field_breakpoints(self) -> Float[Array, " k"]:
-        fields = (self.canary, *self.groups, self.regularizer)
-        return jnp.concatenate([jnp.asarray(f.breakpoints()) for f in fields])
+    def as_field(self, name: str, value) -> ScalarField:
+        """`value`, checked to be a `ScalarField` (None: the zero field)."""
+        if value is None:
+            return ScalarField()
+        if not isinstance(value, ScalarField):
+            raise TypeError(f"{name} must be a ScalarField, got {type(value).__name__}")
+        return value
 
     # Host-side descriptions ---------------------------------------------------------
 
@@ -140,29 +120,26 @@ class _AbstractFieldConstruction(AbstractScalarLaw):
         return text
 
 
-def _init_fields(self, init, canary, groups, counts, regularizer):
-    self.init = as_traced_float("init", init, check_finite)
-    if not isinstance(canary, ScalarField):
-        raise TypeError(f"canary must be a ScalarField, got {type(canary).__name__}")
-    groups = tuple(groups)
-    if not all(isinstance(g, ScalarField) for g in groups):
-        raise TypeError("groups must be ScalarFields")
-    counts = np.asarray(counts if counts is not None else [1] * len(groups))
-    if counts.shape != (len(groups),) or (
-        counts.size and not np.all((counts >= 0) & (counts == np.round(counts)))
-    ):
-        raise ValueError(
-            f"counts must be {len(groups)} non-negative integers (one per group), got {counts!r}"
-        )
-    self.canary = canary
-    self.groups = groups
-    self.counts = counts.astype(np.int64)
-    self.regularizer = ScalarField() if regularizer is None else regularizer
-    if not isinstance(self.regularizer, ScalarField):
-        raise TypeError(f"regularizer must be a ScalarField, got {type(regularizer).__name__}")
+class ScalarFieldOptions(DPSGDOptions, total=False):
+    """The keywords of a scalar field construction besides T, q and sigma: its fields, m_0
+    and `DPSGDOptions`."""
+
+    canary: Required[ScalarField]
+    groups: NotRequired[Sequence[ScalarField]]
+    counts: NotRequired[Sequence[int] | None]
+    regularizer: NotRequired[ScalarField | None]
+    init: NotRequired[float]
 
 
-class ScalarFieldConstruction(_AbstractFieldConstruction):
+def _init_run(mech, steps, sampling_prob, noise_multiplier, *, canary, groups=(), counts=None,
+              regularizer=None, init=0.0, **dpsgd) -> None:  # fmt: skip
+    mech.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
+    mech._set_fields(
+        init=init, canary=canary, groups=groups, counts=counts, regularizer=regularizer
+    )
+
+
+class ScalarFieldConstruction(_AbstractScalarFieldConstruction):
     r"""A scalar DP-SGD run whose gradients are `ScalarField`s: a random construction for
     property tests against the exact engine (`advsim.exact`).
 
@@ -192,28 +169,14 @@ class ScalarFieldConstruction(_AbstractFieldConstruction):
         True
     """
 
-    params: DPSGDParams
-    init: np.ndarray
-    canary: ScalarField
-    groups: tuple[ScalarField, ...]
-    counts: np.ndarray
-    regularizer: ScalarField
-
     def __init__(
         self,
         steps: int,
         sampling_prob: float,
         noise_multiplier: float,
-        *,
-        canary: ScalarField,
-        groups: Sequence[ScalarField] = (),
-        counts: Sequence[int] | None = None,
-        regularizer: ScalarField | None = None,
-        init: float = 0.0,
-        **dpsgd: Unpack[DPSGDOptions],
+        **fields: Unpack[ScalarFieldOptions],
     ):
-        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-        _init_fields(self, init, canary, groups, counts, regularizer)
+        _init_run(self, steps, sampling_prob, noise_multiplier, **fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +205,7 @@ class ConvexityCertificate:
         return not self.failures
 
 
-class ProjectedScalarFieldConstruction(AbstractProjected, _AbstractFieldConstruction):
+class ProjectedScalarFieldConstruction(AbstractProjected, _AbstractScalarFieldConstruction):
     r"""`ScalarFieldConstruction` followed, after every step, by the projection onto
     $[-R, R]$ (`advsim.AbstractProjected`): projected DP-SGD, the algorithm of the
     hidden-state bounds (Altschuler and Talwar 2022; Bok, Su and Altschuler,
@@ -260,12 +223,6 @@ class ProjectedScalarFieldConstruction(AbstractProjected, _AbstractFieldConstruc
         (True, 1.0, 1, 2.0)
     """
 
-    params: DPSGDParams
-    init: np.ndarray
-    canary: ScalarField
-    groups: tuple[ScalarField, ...]
-    counts: np.ndarray
-    regularizer: ScalarField
     radius: np.ndarray
 
     def __init__(
@@ -275,15 +232,9 @@ class ProjectedScalarFieldConstruction(AbstractProjected, _AbstractFieldConstruc
         noise_multiplier: float,
         *,
         radius: float,
-        canary: ScalarField,
-        groups: Sequence[ScalarField] = (),
-        counts: Sequence[int] | None = None,
-        regularizer: ScalarField | None = None,
-        init: float = 0.0,
-        **dpsgd: Unpack[DPSGDOptions],
+        **fields: Unpack[ScalarFieldOptions],
     ):
-        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
-        _init_fields(self, init, canary, groups, counts, regularizer)
+        _init_run(self, steps, sampling_prob, noise_multiplier, **fields)
         self.radius = as_traced_float("radius", radius, check_positive)
         if not abs(float(np.float32(self.init))) <= float(self.radius):
             raise ValueError(

@@ -22,7 +22,7 @@ from advsim.testing import (
     load_construction,
     save_construction,
 )
-from advsim.testing._facts import holder_constant, slope_bounds
+from advsim.testing._facts import holder_constant
 
 ROOT = ScalarField(-0.5, roots=[0.1], root_heights=[0.4], root_exponents=[0.5])
 
@@ -36,7 +36,7 @@ def test_the_root_term_is_its_closed_form_on_host_and_device():
 
 def test_what_a_root_term_certifies():
     assert ROOT.lipschitz() == math.inf and ROOT.is_nondecreasing()
-    assert slope_bounds(ROOT) == (0.0, math.inf)
+    assert ROOT.slope_bounds() == (0.0, math.inf)
     # sup |g| on [-2, 2]: |offset| + 0.4 * 2.1^0.5 (the farther end from rho)
     assert ROOT.sup_abs(-2.0, 2.0) == pytest.approx(0.5 + 0.4 * 2.1**0.5, rel=1e-15)
     # Holder: exponent 0.5 -> 0.4 * 2^0.5; a lower exponent on [-2, 2] -> times D^(0.5-b)

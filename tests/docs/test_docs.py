@@ -38,7 +38,7 @@ def test_docstring_check_finds_a_missing_docstring(tmp_path):
     pytest.importorskip("griffe", reason="griffe comes with the docs extra")
     hooks = _hooks()
     source = hooks.assemble_sources(tmp_path / "src")
-    path = source / "advsim" / "_simulate.py"
+    path = source / "advsim" / "_layout.py"
     text = path.read_text()
     start = text.index("def block_size(")
     doc_start = text.index('"""', start)

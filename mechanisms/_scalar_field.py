@@ -1,24 +1,31 @@
-r"""`ScalarField`: a parametric gradient field of a scalar model (`advsim.testing`).
+r"""`ScalarField`: a gradient field of a scalar model as a sum of smooth and kinked terms.
 
-Constants, affine, piecewise-linear with knots, tanh bumps, Holder roots and jumps, with
-float parameters that are traced (fields of one shape share one compiled propagation in
+Constants, affine, ramps at knots, tanh bumps, Holder roots and jumps, with float
+parameters that are traced (fields of one shape share one compiled propagation in
 `advsim.exact`), and host-side certificates of what bounds assume: a bound on |g| on an
-interval, a Lipschitz constant of g, monotonicity.
+interval, a Lipschitz constant of g, bounds on its slope, monotonicity.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
-from advsim._validation import as_traced_float, check_finite
+from advsim.mechanisms._field import AbstractField
+from advsim.validation import as_traced_float, check_finite
 
 __all__ = ["ScalarField"]
+
+#: The array parameters of a `ScalarField`, besides its offset and slope (`to_dict`).
+_TERMS = (
+    "knots", "knot_slopes", "bump_centres", "bump_heights", "bump_widths", "roots",
+    "root_heights", "root_exponents", "jumps", "jump_heights",
+)  # fmt: skip
 
 
 def _vector(name: str, values, size: int | None = None) -> np.ndarray:
@@ -34,7 +41,7 @@ def _relu(x):
     return np.maximum(x, 0.0)
 
 
-class ScalarField(eqx.Module):
+class ScalarField(AbstractField):
     r"""A gradient field of a scalar model: a sum of simple terms with traced parameters.
 
     $$g(m) = a + b\,m + \sum_k c_k\,(m - \kappa_k)_+ + \sum_j d_j \tanh\frac{m - e_j}{w_j}
@@ -49,12 +56,14 @@ class ScalarField(eqx.Module):
     continuous and $\gamma$-Holder (constant $|h|\,2^{1-\gamma}$) but, for $\gamma < 1$,
     not Lipschitz at $\rho$: the gradients of Holder-smooth losses that are not smooth.
     Every parameter is a float64 numpy array, so fields of one shape share one compiled
-    propagation and batch in `advsim.exact.last_iterate_epsilons`.
+    propagation and batch in `advsim.exact.last_iterate_epsilons`. The field is the same
+    at every step (`t` is ignored).
 
     The host-side methods certify what bounds assume, on an interval: `sup_abs` (a bound
     on $|g|$: the Lipschitz constant $L$ of the loss), `lipschitz` (a bound on $|g'|$: the
-    loss's smoothness $M$; infinite with a jump), `is_nondecreasing` (a sufficient
-    condition for a convex loss: every term nondecreasing).
+    loss's smoothness $M$; infinite with a jump), `slope_bounds` (a lower and an upper
+    bound on $g'$), `is_nondecreasing` (a sufficient condition for a convex loss: every
+    term nondecreasing).
 
     Args:
         offset: a.
@@ -124,8 +133,8 @@ class ScalarField(eqx.Module):
         """g(m) = value: the gradient of the linear loss value * m."""
         return cls(offset=value)
 
-    def __call__(self, m: Float[Array, "*s"]) -> Float[Array, "*s"]:
-        """g(m), elementwise, in the dtype of `m` (jittable)."""
+    def __call__(self, m: Float[Array, "*s"], t: Int[Array, ""] | int = 1) -> Float[Array, "*s"]:
+        """g(m), elementwise, in the dtype of `m` (jittable; the same at every step t)."""
 
         def f(a):
             return jnp.asarray(a, m.dtype)
@@ -157,6 +166,31 @@ class ScalarField(eqx.Module):
     def breakpoints(self) -> np.ndarray:
         """The jump positions $z_i$ (where the field is discontinuous)."""
         return self.jumps
+
+    def slope_bounds(self) -> tuple[float, float]:
+        r"""A lower and an upper bound on $g'$ everywhere: $b + \sum_k \min(c_k, 0) +
+        \sum_j \min(d_j, 0)/w_j$ and likewise with max, plus $h_l$ for each root of
+        exponent 1; a jump, or a root of exponent below 1, makes the bound on its side
+        infinite."""
+        lo = hi = float(self.slope)
+        lo += float(np.sum(np.minimum(self.knot_slopes, 0.0)))
+        hi += float(np.sum(np.maximum(self.knot_slopes, 0.0)))
+        ratio = self.bump_heights / self.bump_widths
+        lo += float(np.sum(np.minimum(ratio, 0.0)))
+        hi += float(np.sum(np.maximum(ratio, 0.0)))
+        if np.any(self.jump_heights < 0):
+            lo = -math.inf
+        if np.any(self.jump_heights > 0):
+            hi = math.inf
+        # h sign(r)|r|^gamma: slope h at gamma = 1; below 1, slopes in [0, inf) times h.
+        h, gamma = self.root_heights, self.root_exponents
+        lo += float(np.sum(h[gamma >= 1.0]))
+        hi += float(np.sum(h[gamma >= 1.0]))
+        if np.any((h > 0) & (gamma < 1.0)):
+            hi = math.inf
+        if np.any((h < 0) & (gamma < 1.0)):
+            lo = -math.inf
+        return lo, hi
 
     def is_constant(self) -> bool:
         """Whether g is constant (every term but the offset is zero): a linear loss."""
@@ -252,6 +286,23 @@ class ScalarField(eqx.Module):
             jumps=pad(self.jumps, jumps, 0.0),
             jump_heights=pad(self.jump_heights, jumps, 0.0),
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The field as JSON-ready lists (every float exact: JSON keeps float64's shortest
+        repr); `from_dict` reads it back."""
+        out = {"offset": float(self.offset), "slope": float(self.slope)}
+        out.update({k: np.asarray(getattr(self, k), np.float64).tolist() for k in _TERMS})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScalarField:
+        """The field `to_dict` wrote."""
+        unknown = sorted(set(data) - {"offset", "slope", *_TERMS})
+        if unknown:
+            raise ValueError(
+                f"a ScalarField has entries offset, slope, {', '.join(_TERMS)}; unknown: {unknown}"
+            )
+        return cls(data["offset"], data["slope"], **{k: data[k] for k in _TERMS if k in data})
 
     def describe(self) -> str:
         """The non-zero terms, for reports."""
