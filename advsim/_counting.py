@@ -88,7 +88,9 @@ def check_thresholds(name: str, thresholds) -> tuple[float, ...]:
     try:
         values = np.asarray(thresholds, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of finite numbers, got {thresholds!r}") from None
+        raise ValueError(
+            f"{name} must be a sequence of finite numbers, got {thresholds!r}"
+        ) from None
     if values.size == 0:
         raise ValueError(
             f"{name} plans no test: give at least one threshold (a finite number), got "

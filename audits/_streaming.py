@@ -179,9 +179,9 @@ def plan_tests(
     the pilot saw 0 times counts as half a run, so a threshold beyond every pilot run is
     not taken for a perfect test). Per direction with a positive projection, the plan
     takes the best threshold and, to hedge the pilot's noise in the far tail, thresholds
-    whose rarer pilot count is 2, 4, ... times the best one's (at least 1); the $K$ tests are split between
-    the directions. When no threshold projects a positive bound, the best one is kept
-    (the audit will then most likely report 0).
+    whose rarer pilot count is 2, 4, ... times the best one's (at least 1); the $K$ tests
+    are split between the directions. When no threshold projects a positive bound, the
+    best one is kept (the audit will then most likely report 0).
 
     Args:
         pilot: the pilot's scores (its own seed: never the main runs').

@@ -95,8 +95,10 @@ def _row(name: str, cfg: SearchConfig, result, confirmation) -> dict:
     batch = cfg.counts[0] if cfg.counts and cfg.batching == "fixed" else None
     gap = result.composition - result.exact_epsilon
     acc = result.best.accounting()
-    constant = heuristic_epsilon(cfg.delta, acc.steps, acc.sampling_prob,
-                                 acc.noise_multiplier, canary_steps=acc.num_canary_steps)  # fmt: skip
+    constant = heuristic_epsilon(
+        cfg.delta, acc.steps, acc.sampling_prob, acc.noise_multiplier,
+        canary_steps=acc.num_canary_steps,
+    )  # fmt: skip
     # the gradient arm's best start after descent (each exact epsilon with its error)
     finite = [v for v in result.starts.values() if math.isfinite(v["after"])]
     gradient = max(finite, key=lambda v: v["after"], default={"after": math.nan,

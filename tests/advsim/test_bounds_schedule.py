@@ -30,6 +30,7 @@ from scipy.special import ndtr, ndtri
 from advsim import Accounting, CanarySchedule, Scores
 from advsim.audits import HeuristicFamilyAudit, certify_violation
 from advsim.bounds import (
+    TradeoffCurve,
     bounds_for,
     composition_epsilon,
     full_batch_epsilon,
@@ -39,7 +40,6 @@ from advsim.bounds import (
     heuristic_delta,
     heuristic_epsilon,
     heuristic_epsilon_max_over_steps,
-    TradeoffCurve,
     linear_loss_tradeoff,
     mixture_delta,
 )
