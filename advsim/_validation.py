@@ -9,6 +9,7 @@ hyperparameter as a mechanism field that jit traces. The public names are re-exp
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 
@@ -23,6 +24,7 @@ __all__ = [
     "check_nonnegative",
     "check_positive",
     "check_probability",
+    "import_class_path",
 ]
 
 
@@ -221,3 +223,43 @@ def as_traced_float(name: str, value, check) -> np.ndarray:
     if isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0:
         value = value.item()  # a 0-d array is a scalar; anything else is checked as given
     return np.asarray(check(name, value), dtype=np.float64)
+
+
+def import_class_path(path: str, where: str):
+    """The object a class path `"module:Class"` (or `"module:Class.factory"`) names.
+
+    How a sweep's config, the command line and `advsim.audits.audit` reach a class of your
+    own (a mechanism, an adversary, a threshold strategy) by name: the module is imported
+    (it must be on `sys.path`), then each dotted part of the name is looked up in turn.
+
+    Args:
+        path: `"module:Qualified.name"`.
+        where: what the path was given as, for the messages (`"mechanism"`).
+
+    Returns:
+        The object (a class, a factory, any attribute).
+
+    Raises:
+        ValueError: not of the form `"module:name"`, a module that cannot be imported or
+            raises while it is imported (its error is named), or a missing attribute.
+
+    Example:
+        >>> import_class_path("fractions:Fraction", "number")
+        <class 'fractions.Fraction'>
+    """
+    module_name, _, qualname = str(path).partition(":")
+    if not module_name or not qualname:
+        raise ValueError(f"{where} {path!r} is not a class path 'module:Class'")
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"{where} {path!r}: cannot import {module_name!r} ({err})") from None
+    except Exception as err:  # the module itself is broken: say so, not "a bug in advsim"
+        raise ValueError(
+            f"{where} {path!r}: importing {module_name!r} raised {type(err).__name__}: {err}"
+        ) from err
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{where} {path!r}: {obj.__name__!r} has no attribute {part!r}")
+        obj = getattr(obj, part)
+    return obj

@@ -16,7 +16,6 @@ path and, for some, default keyword arguments the config may override. A string
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
 import sys
 import typing
@@ -26,6 +25,7 @@ from typing import Any
 from advsim._adversary import AbstractAdversary
 from advsim._mechanism import AbstractMechanism
 from advsim._schedule import CanarySchedule
+from advsim._validation import import_class_path
 
 __all__ = [
     "ADVERSARY_ALIASES",
@@ -165,21 +165,6 @@ def _schedule(kwargs: dict) -> dict:
     return kwargs
 
 
-def _import_path(path: str, where: str):
-    module_name, _, qualname = path.partition(":")
-    if not module_name or not qualname:
-        raise ValueError(f"{where} {path!r} is not a class path 'module:Class'")
-    try:
-        obj = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"{where} {path!r}: cannot import {module_name!r} ({err})") from None
-    for part in qualname.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{where} {path!r}: {obj.__name__!r} has no attribute {part!r}")
-        obj = getattr(obj, part)
-    return obj
-
-
 def _typed_keys(param: inspect.Parameter, factory) -> list[str] | None:
     """The keys of `**kwargs: Unpack[SomeTypedDict]` (PEP 692), or None for plain **kwargs."""
     annotation = param.annotation
@@ -246,7 +231,7 @@ def resolve(kind: str, name: str, where: str | None = None) -> Plugin:
     if name in _REGISTERED[kind]:
         factory = _REGISTERED[kind][name]
     else:
-        factory = _import_path(alias.path if alias is not None else name, where)
+        factory = import_class_path(alias.path if alias is not None else name, where)
     owner = factory.__self__ if inspect.ismethod(factory) else factory
     registered = name in _REGISTERED[kind] and not isinstance(owner, type)
     if not registered and not (isinstance(owner, type) and issubclass(owner, base)):
