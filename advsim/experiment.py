@@ -55,7 +55,7 @@ from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
 from advsim._validation import check_delta, check_in_interval
 from advsim.adversaries import ThresholdSearch
-from advsim.audits import AssumptionRejectedWarning, audit
+from advsim.audits import DEFAULT_THRESHOLD_SELECTION, AssumptionRejectedWarning, audit
 from advsim.bounds import bounds_for
 from advsim.streaming import audit_streaming
 
@@ -125,7 +125,7 @@ def run_audit(
     method: str | None = None,
     delta: float = 1e-5,
     confidence: float = 0.95,
-    threshold_selection: str = "split",
+    threshold_selection: str = DEFAULT_THRESHOLD_SELECTION,
     strategy_options: Mapping[str, Any] | None = None,
     sides: str = "two",
     min_count: int = 50,
@@ -166,8 +166,11 @@ def run_audit(
         delta: the delta at which every epsilon is reported, in (0, 1) (the bounds beside
             the audit are infinite at delta = 0).
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
-        threshold_selection: "split" (rigorous), "same" (optimistic, as in the papers) or
-            any other of `advsim.audits.THRESHOLD_SELECTIONS` (e.g. "projected_split").
+        threshold_selection: how the audit chooses its threshold: an alias of
+            `advsim.audits.THRESHOLD_SELECTIONS` (default "by_sample_size", `audit`'s:
+            the best rigorous strategy for the sample size; "split", "same" (optimistic,
+            as in the papers), "rank_split", ...), a `ThresholdStrategy` value or a class
+            path "module:Class" of one.
         strategy_options: the options that `threshold_selection` takes
             (`THRESHOLD_SELECTIONS[threshold_selection]`, e.g. `selection_fraction` of
             "projected_split"), passed to `advsim.audits.audit`.
@@ -317,7 +320,7 @@ def check_streaming_options(
     *,
     trials: int,
     method: str | None = "eps_delta",
-    threshold_selection: str | None = "split",
+    threshold_selection: str | None = DEFAULT_THRESHOLD_SELECTION,
     strategy_options: Mapping[str, Any] | None = None,
     sides: str = "two",
     min_count: int = 50,
@@ -328,11 +331,11 @@ def check_streaming_options(
     `streaming = true`) does not take, in one line naming the value and what is valid.
 
     A streaming audit states the assumption-free (eps, delta) bound (method "eps_delta";
-    None is that), plans its tests on a pilot of its own (threshold_selection "split",
-    the default, or None; no strategy option), bounds both orders of the pair (sides
-    "two"), has no split of the runs to seed (audit_seed None) and no least count for its
-    point estimate (min_count 50, the default); its pilot has `pilot_runs` in [2, trials]
-    runs per world (None: the default size).
+    None is that), plans its tests on a pilot of its own (threshold_selection unset: the
+    default "by_sample_size", "split" or None; no strategy option), bounds both orders of
+    the pair (sides "two"), has no split of the runs to seed (audit_seed None) and no
+    least count for its point estimate (min_count 50, the default); its pilot has
+    `pilot_runs` in [2, trials] runs per world (None: the default size).
 
     Raises:
         ValueError: naming the first setting it does not take.
@@ -342,11 +345,11 @@ def check_streaming_options(
             "a streaming audit's bound is assumption-free (eps_delta, held out by "
             f"construction): method must be 'eps_delta' or unset, got {method!r}"
         )
-    if threshold_selection not in (None, "split"):
+    if threshold_selection not in (None, "split", DEFAULT_THRESHOLD_SELECTION):
         raise ValueError(
             "a streaming audit plans its threshold tests on a pilot of its own: "
-            f"threshold_selection must be 'split' (the default) or unset, got "
-            f"{threshold_selection!r}"
+            f"threshold_selection must be unset (or the default {DEFAULT_THRESHOLD_SELECTION!r}, "
+            f"or 'split'), got {threshold_selection!r}"
         )
     if strategy_options:
         raise ValueError(

@@ -52,7 +52,17 @@ any noise multiplier >= sigma_star, assumption-free).
   approximate percentile-bootstrap interval, not a bound).
 """
 
-from ._api import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, audit, get_audit
+from ._api import (
+    AUDIT_METHODS,
+    AUDITS,
+    DEFAULT_DELTA,
+    DEFAULT_METHOD,
+    DEFAULT_THRESHOLD_SELECTION,
+    SIDES,
+    THRESHOLD_SELECTIONS,
+    audit,
+    get_audit,
+)
 from ._assumption import AssumptionCheck, check_tradeoff_fit
 from ._assumption_families import check_gaussian_tradeoff, check_heuristic_family
 from ._base import (
@@ -60,11 +70,13 @@ from ._base import (
     AbstractAudit,
     AbstractThresholdAudit,
     AssumptionRejectedWarning,
+    ScoreOrientationWarning,
+    draw_seed,
 )
 from ._bayes import BayesianEstimate, bayesian_audit, bayesian_estimate, posterior_eps_cdf
 from ._bootstrap import bootstrap_interval
 from ._certify import VIOLATION_BOUNDS, ViolationCertificate, certify_violation
-from ._eps_delta import EpsDeltaAudit
+from ._eps_delta import EpsDeltaAudit, eps_delta_terms
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._guarantee import ASSUMPTIONS, STATEMENTS, Guarantee
@@ -94,54 +106,86 @@ from ._one_run_fdp import (
     one_run_gdp_mu,
 )
 from ._result import AuditResult
+from ._strategy_values import (
+    Bonferroni,
+    BySampleSize,
+    Explicit,
+    MultiSplit,
+    ProjectedSplit,
+    RankSplit,
+    Same,
+    Split,
+    ThresholdStrategy,
+    as_threshold_strategy,
+)
 from ._streaming import DEFAULT_NUM_TESTS, TestPlan, counts_audit, fixed_tests, plan_tests
+from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at, split_halves
 from ._tradeoff import PAPER_EPS_GRID, TradeoffAudit, observed_tradeoff, tradeoff_audit
 
 __all__ = [
     "ASSUMPTIONS",
     "AUDITS",
     "AUDIT_METHODS",
-    "AbstractAudit",
     "AbstractAssumedAudit",
+    "AbstractAudit",
     "AbstractThresholdAudit",
     "AssumptionCheck",
     "AssumptionRejectedWarning",
     "AuditResult",
     "BayesianEstimate",
+    "Bonferroni",
+    "BySampleSize",
     "COIN_TEST_LEVEL",
+    "DEFAULT_DELTA",
+    "DEFAULT_METHOD",
     "DEFAULT_NUM_TESTS",
+    "DEFAULT_THRESHOLD_SELECTION",
     "EpsDeltaAudit",
+    "Explicit",
+    "FDP_BOUNDS",
     "GaussianDPAudit",
     "Guarantee",
     "HeuristicFamilyAudit",
-    "FDP_BOUNDS",
     "K_SELECTIONS",
     "Metric",
     "MetricEstimate",
+    "MultiSplit",
     "OneRunResult",
     "PAPER_EPS_GRID",
+    "ProjectedSplit",
+    "RankSplit",
+    "SIDES",
     "STATEMENTS",
+    "Same",
+    "ScoreOrientationWarning",
+    "Split",
     "THRESHOLD_SELECTIONS",
     "TestPlan",
+    "ThresholdStrategy",
     "TradeoffAudit",
     "VIOLATION_BOUNDS",
     "ViolationCertificate",
+    "as_threshold_strategy",
     "audit",
-    "counts_audit",
-    "fixed_tests",
-    "plan_tests",
     "auroc",
     "balanced_accuracy",
     "bayesian_audit",
     "bayesian_estimate",
     "bootstrap_interval",
+    "candidate_thresholds",
+    "certify_violation",
     "check_gaussian_tradeoff",
     "check_heuristic_family",
     "check_tradeoff_fit",
+    "clopper_pearson_upper",
+    "counts_at",
+    "counts_audit",
     "default_k_candidates",
-    "certify_violation",
+    "draw_seed",
+    "eps_delta_terms",
     "eps_from_counts",
     "fdp_one_run_margin",
+    "fixed_tests",
     "gdp_one_run_rejects",
     "get_audit",
     "observed_tradeoff",
@@ -151,7 +195,9 @@ __all__ = [
     "one_run_gdp_mu",
     "one_run_guesses",
     "one_run_p_value",
+    "plan_tests",
     "posterior_eps_cdf",
+    "split_halves",
     "tpr_at_fpr",
     "tradeoff_audit",
 ]

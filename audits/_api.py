@@ -3,18 +3,35 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from advsim import Accounting, Scores
 
-from ._base import SIDES, AbstractAudit, AbstractThresholdAudit, check_audit_delta
+from ._base import (
+    SIDES,
+    AbstractAudit,
+    AbstractThresholdAudit,
+    ScoreOrientationWarning,
+    check_audit_delta,
+    draw_seed,
+)
 from ._eps_delta import EpsDeltaAudit
 from ._family import HeuristicFamilyAudit
 from ._gdp import GaussianDPAudit
 from ._result import AuditResult
-from ._strategy_registry import STRATEGIES, STRATEGY_OPTIONS, strategy_audit
+from ._strategy_values import (
+    ALIASES,
+    BySampleSize,
+    Same,
+    Split,
+    ThresholdStrategy,
+    as_threshold_strategy,
+)
 from ._threshold import _check_real_scores
 from ._tradeoff import TradeoffAudit
 
@@ -23,6 +40,7 @@ __all__ = [
     "AUDIT_METHODS",
     "DEFAULT_DELTA",
     "DEFAULT_METHOD",
+    "DEFAULT_THRESHOLD_SELECTION",
     "SIDES",
     "THRESHOLD_SELECTIONS",
     "audit",
@@ -45,17 +63,17 @@ DEFAULT_DELTA = 0.0
 delta; the audits that cannot state it (their `pure_dp_refusal`) refuse it and say why."""
 
 
-def _threshold_selections() -> dict[str, tuple[str, ...]]:
-    own = {s: () for cls in AUDITS.values() for s in cls.threshold_selections}
-    return {**own, **STRATEGY_OPTIONS}
-
-
-THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = _threshold_selections()
-"""Every `threshold_selection` `audit` accepts, with the options of `audit` it takes: the
-audits' own (`AbstractAudit.threshold_selections`: "split", "same"; no options), then the
-threshold strategies ("explicit" takes `threshold`, "multi_split"
-`num_splits`, "projected_split" `selection_fraction`, read off their signatures).
+THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = {
+    alias: tuple(keywords) for alias, (_, keywords) in ALIASES.items()
+}
+"""Every `threshold_selection` alias `audit` accepts, with the options of `audit` it takes
+("explicit" takes `threshold`, "multi_split" `num_splits`, "projected_split" and
+"rank_split" `selection_fraction`); `audit` also takes a `ThresholdStrategy` value and a
+class path `"module:Class"` of one.
 """
+DEFAULT_THRESHOLD_SELECTION = "by_sample_size"
+"""`audit`'s strategy when none is given: `BySampleSize()`, the best rigorous strategy for
+the sample size (`RankSplit()` from 3 scores per world, else `Split()`)."""
 
 
 def get_audit(name: str, **kwargs) -> AbstractAudit:
@@ -140,21 +158,23 @@ def audit(
     delta: float = DEFAULT_DELTA,
     accounting: Accounting | None = None,
     confidence: float = 0.95,
-    threshold_selection: str = "split",
+    threshold_selection: str | ThresholdStrategy = DEFAULT_THRESHOLD_SELECTION,
     sides: str = "two",
-    seed: int = 0,
+    seed: int | None = 0,
     min_count: int = 50,
     threshold: float | None = None,
     num_splits: int | None = None,
     selection_fraction: float | None = None,
+    check_orientation: bool = True,
 ) -> AuditResult:
     """Audits two worlds' scores with the named method; `get_audit(method, ...)(scores, ...)`.
 
     Two spellings: `audit(scores, method)` with an `advsim.Scores`, or
     `audit(in_scores, out_scores, method)` with the two worlds as arrays (numpy, jax,
-    lists; 1-D, real numbers). A string in the second place is the method, as before;
+    lists; 1-D, real numbers). A string in the second place is the method;
     `method=` may also be given by keyword. With no other argument,
-    `audit(in_scores, out_scores)` is assumption-free: method `"eps_delta"` at delta = 0.
+    `audit(in_scores, out_scores)` is assumption-free and held out: method `"eps_delta"` at
+    delta = 0, its threshold chosen by `BySampleSize()`.
 
     Args:
         scores: an `advsim.Scores` (both worlds; higher means "canary in"), or the
@@ -163,47 +183,57 @@ def audit(
         method: `"eps_delta"` (default: None means it), `"tradeoff"`, `"gdp"` or
             `"family"`; the result's `guarantee` says what its `eps_lower` certifies and
             assumes (only `"eps_delta"` and `"tradeoff"` assume nothing).
-        delta: the DP delta, in [0, 1). Default 0: pure DP, a statement that needs no
-            choice of delta, the one for which the default method's bound (the log of a
-            ratio of bounded rates) is exact. It is a lower bound on the eps of
-            (eps, 0)-DP, the largest eps of any delta: compare it with a claimed eps at
+        delta: the DP delta, in [0, 1). Default 0 (`DEFAULT_DELTA`): pure DP, a statement
+            that needs no choice of delta, the one for which the default method's bound
+            (the log of a ratio of bounded rates) is exact. It is a lower bound on the eps
+            of (eps, 0)-DP, the largest eps of any delta: compare it with a claimed eps at
             delta = 0 (infinite for Gaussian noise), and pass the claim's delta (e.g.
-            `delta=1e-5`) to test a claimed (eps, delta). `"gdp"`, `"family"` and
-            `"tradeoff"` refuse delta = 0 (a ValueError says why: their eps is infinite
-            there for every mechanism they model) and need a delta in (0, 1).
+            `delta=1e-5`, the default of `advsim.run_audit`, the sweeps and the command
+            line, which audit a DP-SGD run against its claimed (eps, delta)) to test a
+            claimed (eps, delta). `"gdp"`, `"family"` and `"tradeoff"` refuse delta = 0 (a
+            ValueError says why: their eps is infinite there for every mechanism they
+            model) and need a delta in (0, 1).
         accounting: the run's public parameters; required by `"family"` and
             `"tradeoff"`.
         confidence: c in (0.5, 1); `eps_lower` holds with probability >= c.
-        threshold_selection: one of `THRESHOLD_SELECTIONS`: `"split"` (held out),
-            `"same"` (optimistic), or one of jax_privacy's strategies
-            (`STRATEGIES`): `"explicit"` (at `threshold`, all runs counted),
-            `"multi_split"` (the lower median of `num_splits` split bounds at level
-            (1 - c) / 2, Meinshausen et al. 2009; held out) or `"bonferroni"` (the best
-            of all thresholds at level (1 - c) / K; placed at the observed scores, so not
-            held out); or advsim's own, held out: `"projected_split"` (two thresholds
-            chosen on a `selection_fraction` of the runs with counts projected to the
-            rest, counted on the others with Bonferroni over the two) and `"rank_split"`
-            (up to two tests planned on a `selection_fraction` of the runs, each placed
-            at a rank of the counting part; the best held-out strategy measured against
-            jax_privacy's, `advsim figure threshold_vs_jax_privacy`).
+        threshold_selection: how the threshold is chosen: a `ThresholdStrategy` value
+            (`BySampleSize()`, `Split(fraction)`, `Same()`, `Explicit(threshold,
+            chosen_in_advance=...)`, `MultiSplit(num_splits, fraction)`,
+            `ProjectedSplit(fraction)`, `RankSplit(fraction)`, `Bonferroni()`, or one of
+            your own), its alias (`THRESHOLD_SELECTIONS`: `"by_sample_size"`, the default,
+            `"split"`, `"same"`, `"explicit"`, `"multi_split"`, `"projected_split"`,
+            `"rank_split"`, `"bonferroni"`), or the class path `"module:Class"` of a
+            strategy of your own. `"tradeoff"` chooses its own thresholds: it takes only
+            the default, `"split"` and `"same"` where it allows them.
         sides: `"two"` (default): both orders of the neighbouring pair, the larger of the
             two (eps, delta) inequalities of the test; `"one"`: only
             `P(score >= tau) <= e^eps Q(score >= tau) + delta` ("score high means canary
             in"; jax_privacy's `one_sided=True`). Both bound FPR and FNR at level
             (1 - c) / 2 each (the one inequality needs both rates too), with no split
             between the two inequalities: they are read off the same jointly valid
-            bounds. `"gdp"` gives the same numbers under both (G_mu is symmetric);
-            `"family"` takes only `"two"`.
-        seed: seed for the split (the first split's under `"multi_split"`).
+            bounds. Fix it before looking at the scores. `"gdp"` gives the same numbers
+            under both (G_mu is symmetric); `"family"` takes only `"two"`.
+        seed: seed of the strategy's random split (the first split's under
+            `"multi_split"`); None draws one from the OS, recorded in the result
+            (`extras["seed"]`, with `extras["seed_drawn"]` True).
         min_count: least counts at a threshold used by the point estimate.
-        threshold: the test's threshold, required by and only by `"explicit"`.
+        threshold: the test's threshold of the alias `"explicit"` (required by it, and
+            only by it; `Explicit(threshold, chosen_in_advance=True)` declares it fixed in
+            advance).
         num_splits: splits of `"multi_split"` (default 21); only with it.
         selection_fraction: the share of each world that plans the thresholds of
             `"projected_split"` (default 0.15) or `"rank_split"` (default 0.1), in
             (0, 1); only with them.
+        check_orientation: when `eps_lower` is 0 (or None), audit the reversed scores
+            too and, if they would certify a positive eps, say so in
+            `extras["orientation_note"]` and warn (`ScoreOrientationWarning`): the scores
+            look oriented the wrong way ("higher means canary in"). The reported number
+            is not changed, and the reversed bound is not a result: an orientation chosen
+            after looking at the scores is a choice on the counted runs.
 
     Returns:
-        An `AuditResult` (`extras["sides"]` records `sides`).
+        An `AuditResult` (`extras["sides"]` records `sides`, `extras["threshold_selection"]`
+        the strategy's name and `extras["strategy"]` the strategy).
 
     Raises:
         TypeError: scores that are neither a `Scores` nor two arrays of real numbers (the
@@ -223,50 +253,76 @@ def audit(
         >>> r = audit(x_in, x_out)  # eps_delta at delta = 0: assumes nothing
         >>> (r.method, r.delta, r.guarantee.assumption, r.rigorous, r.eps_lower > 0)
         ('eps_delta', 0.0, 'none', True, True)
+        >>> r.extras["chosen_strategy"]
+        'RankSplit()'
         >>> from advsim import Scores
         >>> g = audit(Scores(x_in, x_out), "gdp", delta=1e-5)
         >>> (g.guarantee.assumption, g.rigorous, g.eps_lower > r.eps_lower)
         ('gaussian_tradeoff', False, True)
     """
     scores, method = _as_scores(scores, out_scores, method)
-    if threshold_selection not in THRESHOLD_SELECTIONS:
-        raise ValueError(
-            f"threshold_selection must be one of {tuple(THRESHOLD_SELECTIONS)}, got "
-            f"{threshold_selection!r}"
-        )
-    if (threshold is not None) != (threshold_selection == "explicit"):
-        raise ValueError(
-            "threshold is given exactly when threshold_selection='explicit', got "
-            f"threshold_selection={threshold_selection!r}, threshold={threshold!r}"
-        )
     given = {
         "threshold": threshold,
         "num_splits": num_splits,
         "selection_fraction": selection_fraction,
     }
     options = {k: v for k, v in given.items() if v is not None}
-    for key in options:
-        if key not in THRESHOLD_SELECTIONS[threshold_selection]:
-            takers = [s for s, opts in THRESHOLD_SELECTIONS.items() if key in opts]
-            raise ValueError(
-                f"{key} applies to threshold_selection={' or '.join(map(repr, takers))} "
-                f"only, got threshold_selection={threshold_selection!r}"
-            )
-    strategy = threshold_selection if threshold_selection in STRATEGIES else None
+    strategy = as_threshold_strategy(threshold_selection, **options)
+    drawn = seed is None
+    if drawn:
+        seed = draw_seed()
     auditor = get_audit(
         method,
         confidence=confidence,
-        threshold_selection="split" if strategy else threshold_selection,
+        threshold_selection="same" if isinstance(strategy, Same) else "split",
         seed=seed,
         min_count=min_count,
         sides=sides,
     )
     delta = check_audit_delta(auditor, delta)
-    if strategy is None:
-        return auditor(scores, delta=delta, accounting=accounting)
-    if not isinstance(auditor, AbstractThresholdAudit):
+    if isinstance(auditor, AbstractThresholdAudit):
+        run = functools.partial(strategy, auditor, delta=delta, accounting=accounting)
+    elif _own_selection(strategy, auditor):
+        run = functools.partial(auditor, delta=delta, accounting=accounting)
+    else:
         raise ValueError(
-            f"threshold_selection={strategy!r} needs a one-threshold audit "
-            f"('eps_delta', 'gdp', 'family'), got method={method!r}"
+            f"threshold_selection={strategy.label()!r} needs a one-threshold audit "
+            f"('eps_delta', 'gdp', 'family'); the {method!r} audit chooses its thresholds "
+            f"itself (it takes {list(auditor.threshold_selections)})"
         )
-    return strategy_audit(strategy, auditor, scores, delta=delta, accounting=accounting, **options)
+    result = run(scores)
+    extras = dict(result.extras)
+    if drawn:
+        extras.update(seed=seed, seed_drawn=True)
+    if check_orientation and not result.eps_lower:
+        extras.update(_orientation(run, scores))
+    return dataclasses.replace(result, extras=extras)
+
+
+def _own_selection(strategy: ThresholdStrategy, auditor: AbstractAudit) -> bool:
+    """Whether an audit that chooses its own thresholds can run `strategy`: the default
+    and `Split()` where it splits, `Same()` where it allows it."""
+    half = isinstance(strategy, Split) and strategy.fraction == 0.5
+    if isinstance(strategy, BySampleSize) or half:
+        return "split" in auditor.threshold_selections
+    return isinstance(strategy, Same) and "same" in auditor.threshold_selections
+
+
+def _orientation(run, scores: Scores) -> dict:
+    """`{"orientation_note": ...}` and a `ScoreOrientationWarning` when the reversed
+    scores would certify a positive eps where the scores as given certify none."""
+    flipped = Scores(-np.asarray(scores.canary_in), -np.asarray(scores.canary_out))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reversed_eps = run(flipped).eps_lower
+    if not reversed_eps:
+        return {}
+    note = (
+        f"eps_lower is 0 with these scores, but the same audit of the negated scores gives "
+        f"{reversed_eps:.4g}: the scores look oriented the wrong way (an audit reads "
+        "'higher means canary in'). If lower scores mean 'in' for this adversary, negate "
+        "them before auditing (audit(-x_in, -x_out)), a choice to fix before looking at "
+        "the scores; the negated number is not a result of this audit"
+    )
+    warnings.warn(ScoreOrientationWarning(note), stacklevel=3)
+    return {"orientation_note": note, "reversed_eps_lower": float(reversed_eps)}

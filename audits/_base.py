@@ -14,8 +14,8 @@ off its two error rates. The engine does what they share:
 2. count FP and FN at `tau` on the other half (or on all runs) and bound both with
    one-sided Clopper-Pearson intervals at level `(1 - confidence) / 2` each, so the two
    bounds hold jointly with probability >= `confidence` (union bound);
-3. hand the bounded rates to the method (`_bound`) for `eps_lower`, and the raw rates at
-   the same threshold and on the same runs to the method (`_point`) for the estimate
+3. hand the bounded rates to the method (`bound`) for `eps_lower`, and the raw rates at
+   the same threshold and on the same runs to the method (`point`) for the estimate
    `eps_point` (None, with the reason, when the chosen threshold has too few errors:
    no maximum over thresholds, whose upward bias reached 10-50x the truth);
 4. for the audits whose `eps_lower` rests on an assumption about the trade-off curve,
@@ -71,13 +71,30 @@ __all__ = [
     "AbstractAudit",
     "AbstractThresholdAudit",
     "AssumptionRejectedWarning",
+    "ScoreOrientationWarning",
     "check_audit_delta",
+    "draw_seed",
 ]
 
 THRESHOLD_SELECTIONS = ("split", "same")
 SIDES = ("two", "one")
 """The values of `sides`: `"two"` (both orders of the neighbouring pair, the larger eps)
 and `"one"` (only `P(S) <= e^eps Q(S) + delta`, "score high means canary in")."""
+
+
+class ScoreOrientationWarning(UserWarning):
+    """An audit certified no eps from scores whose negation would: the scores look
+    oriented the wrong way (an audit reads "higher means canary in")."""
+
+
+def draw_seed() -> int:
+    """A seed drawn from the OS (`np.random.SeedSequence().entropy`, reduced to 63
+    bits): what `seed=None` means; the audit records the seed it used."""
+    return int(np.random.SeedSequence().entropy % (2**63))
+
+
+def _seed_or_draw(seed):
+    return draw_seed() if seed is None else seed
 
 
 class AssumptionRejectedWarning(UserWarning):
@@ -147,10 +164,10 @@ class AbstractThresholdAudit(AbstractAudit):
     """An audit of one threshold test: the shared engine, fields and checks.
 
     A concrete threshold audit holds only what differs: the privacy statement it reads
-    off the two error rates (`_select`, `_bound`, `_point`), what it needs from the
-    accounting (`_context`), the assumption it rests on (`assumption_kind`, and
-    `_check_assumption` to test it on the held-out runs) and any assumption-free
-    statement beyond `eps_lower` (`_certified`). The engine (`run_threshold_audit`):
+    off the two error rates (`select`, `bound`, `point`), what it needs from the
+    accounting (`context`), the assumption it rests on (`assumption_kind`, and
+    `check_assumption` to test it on the held-out runs) and any assumption-free
+    statement beyond `eps_lower` (`certified`). The engine (`run_threshold_audit`):
 
     1. chooses `tau` among a few thousand candidates (`candidate_thresholds`) by the
        method's Clopper-Pearson-bounded objective, on a random half of each world
@@ -169,7 +186,8 @@ class AbstractThresholdAudit(AbstractAudit):
         threshold_selection: `"split"` (choose the threshold on one random half of each
             world, count on the other: held out) or `"same"` (choose and count on all
             runs, as in the papers: optimistic).
-        seed: seed of `np.random.default_rng` for the split.
+        seed: seed of `np.random.default_rng` for the split; None draws one from the OS
+            (`draw_seed`), which the result's extras record.
         min_count: `eps_point` needs at least this many false positives and false
             negatives at the threshold (a rate from fewer errors is no estimate).
         sides: `"two"` (default: both orders of the neighbouring pair) or `"one"` (only
@@ -178,7 +196,7 @@ class AbstractThresholdAudit(AbstractAudit):
 
     confidence: float = eqx.field(default=0.95, static=True, kw_only=True)
     threshold_selection: str = eqx.field(default="split", static=True, kw_only=True)
-    seed: int = eqx.field(default=0, static=True, kw_only=True)
+    seed: int = eqx.field(default=0, static=True, kw_only=True, converter=_seed_or_draw)
     min_count: int = eqx.field(default=50, static=True, kw_only=True)
     sides: str = eqx.field(default="two", static=True, kw_only=True)
 
@@ -197,32 +215,75 @@ class AbstractThresholdAudit(AbstractAudit):
         return run_threshold_audit(self, scores, delta=delta, accounting=accounting)
 
     @abc.abstractmethod
-    def _context(self, accounting: Accounting | None) -> Any:
+    def context(self, accounting: Accounting | None) -> Any:
         """Validates `accounting` and precomputes what the method needs from it."""
 
     @abc.abstractmethod
-    def _select(self, fpr_ub: np.ndarray, fnr_ub: np.ndarray, delta: float, ctx: Any) -> int:
+    def select(self, fpr_ub: np.ndarray, fnr_ub: np.ndarray, delta: float, ctx: Any) -> int:
         """Index of the candidate with the best bounded objective (vectorised)."""
 
     @abc.abstractmethod
-    def _bound(self, fpr_ub: float, fnr_ub: float, delta: float, ctx: Any) -> tuple:
+    def bound(self, fpr_ub: float, fnr_ub: float, delta: float, ctx: Any) -> tuple:
         """`(eps_lower or None, extras)` from bounded rates at one threshold; with None,
         `extras["eps_lower_note"]` says why."""
 
     @abc.abstractmethod
-    def _point(
+    def point(
         self, fp: np.ndarray, fn: np.ndarray, n_out: int, n_in: int, delta: float, ctx: Any
     ) -> tuple:
         """`(eps_point, index or -1, extras)` from raw counts at candidates; -1 when no
         candidate gives an estimate (`extras["note"]` may say why)."""
 
-    def _check_assumption(self, sorted_in: np.ndarray, sorted_out: np.ndarray, ctx: Any):
+    def check_assumption(self, sorted_in: np.ndarray, sorted_out: np.ndarray, ctx: Any):
         """The test of `assumption_kind` on the counting runs, or None (no assumption)."""
         return None
 
-    def _certified(self, extras: dict) -> str | None:
+    def certified(self, extras: dict) -> str | None:
         """An assumption-free statement beyond `eps_lower` that the result supports."""
         return None
+
+    def at_threshold(
+        self,
+        scores: Scores,
+        threshold: float,
+        *,
+        delta: float,
+        accounting: Accounting | None = None,
+        held_out: bool = False,
+        multiplicity: str | None = None,
+    ) -> AuditResult:
+        """The audit's result for the one test "in" iff `score >= threshold`, its rates
+        counted on all of `scores` and bounded at level `(1 - confidence) / 2` each.
+
+        The building block of a threshold strategy (`advsim.audits.ThresholdStrategy`):
+        choose the threshold on one part of the runs, then call this on the others with
+        `held_out=True`.
+
+        Args:
+            scores: the runs to count on.
+            threshold: the test's threshold, a finite number.
+            delta: the DP delta.
+            accounting: the run's public parameters, where the method needs them.
+            held_out: True only when `threshold` was fixed without looking at `scores`
+                (chosen on other runs, or in advance): the guarantee then says held out,
+                and the result is rigorous where the method assumes nothing.
+            multiplicity: how the threshold was chosen, in words, for the guarantee
+                (default: the caller's threshold, declared or not known to be fixed in
+                advance).
+
+        Returns:
+            An `AuditResult`.
+
+        Raises:
+            ValueError: a threshold that is not finite, bad delta, too few scores.
+        """
+        threshold = float(threshold)
+        if not np.isfinite(threshold):
+            raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+        return audit_at_threshold(
+            self, scores, threshold, delta=delta, accounting=accounting,
+            held_out=held_out, multiplicity=multiplicity,
+        )  # fmt: skip
 
 
 def check_config(audit: AbstractThresholdAudit) -> None:
@@ -288,7 +349,7 @@ def _prepare(audit: AbstractAudit, scores: Scores, delta, accounting):
         "an audit needs at least 2 scores per world (one to choose the threshold, one to "
         "count the rates)",
     )
-    ctx = audit._context(accounting)
+    ctx = audit.context(accounting)
     cin = np.asarray(scores.canary_in, dtype=np.float64)
     cout = np.asarray(scores.canary_out, dtype=np.float64)
     return delta, ctx, cin, cout
@@ -309,7 +370,7 @@ def _test_fields(audit, tau, counts, sizes, upper, delta, ctx) -> dict:
     """An `AuditResult`'s fields for one test at `tau`: its (FP, FN) `counts` on worlds
     of `sizes` (n_in, n_out), the rates' `upper` bounds (FPR, FNR) and the method's eps."""
     (fp, fn), (n_in, n_out), (fpr_ub, fnr_ub) = counts, sizes, upper
-    eps, extras = audit._bound(fpr_ub, fnr_ub, delta, ctx)
+    eps, extras = audit.bound(fpr_ub, fnr_ub, delta, ctx)
     extras = dict(extras)
     return dict(
         eps_lower=eps,
@@ -349,7 +410,7 @@ def _point_at(audit, cnt_in, cnt_out, tau, delta, ctx, eps_lower) -> tuple:
                 f"{cnt_in.size} runs (min_count = {audit.min_count}); more runs are needed"
             ),
         )
-    eps, idx, more = audit._point(fp, fn, cnt_out.size, cnt_in.size, delta, ctx)
+    eps, idx, more = audit.point(fp, fn, cnt_out.size, cnt_in.size, delta, ctx)
     more = dict(more)
     note = more.pop("note", None)
     extras.update(more)
@@ -375,7 +436,7 @@ def _result(audit, delta, fields, point, held_out, multiplicity, check, extras) 
         assumption=audit.assumption_kind,
         held_out=held_out,
         multiplicity=multiplicity,
-        certified=audit._certified(extras) if held_out else None,
+        certified=audit.certified(extras) if held_out else None,
     )
     if check is not None and check.rejected:
         warnings.warn(
@@ -401,16 +462,19 @@ def _result(audit, delta, fields, point, held_out, multiplicity, check, extras) 
 
 
 def run_threshold_audit(
-    audit: AbstractThresholdAudit, scores: Scores, *, delta, accounting=None
+    audit: AbstractThresholdAudit, scores: Scores, *, delta, accounting=None, fraction=0.5
 ) -> AuditResult:
-    """Chooses a threshold, bounds its rates and returns the method's `AuditResult`."""
+    """Chooses a threshold, bounds its rates and returns the method's `AuditResult`.
+
+    Under `threshold_selection="split"` the threshold is chosen on a random `fraction` of
+    each world (`split_halves`) and counted on the rest."""
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
     alpha = (1.0 - audit.confidence) / 2.0
     split = audit.threshold_selection == "split"
     if split:
         rng = np.random.default_rng(audit.seed)
-        sel_in, cnt_in = split_halves(cin, rng)
-        sel_out, cnt_out = split_halves(cout, rng)
+        sel_in, cnt_in = split_halves(cin, rng, fraction)
+        sel_out, cnt_out = split_halves(cout, rng, fraction)
         sel_in, sel_out = np.sort(sel_in), np.sort(sel_out)
         cnt_in, cnt_out = np.sort(cnt_in), np.sort(cnt_out)
     else:
@@ -426,7 +490,7 @@ def run_threshold_audit(
     # (measured worst of 8 seeds at 1e6 runs: family T=100 0.59 -> 0.98 of the heuristic,
     # GDP 0.88 -> 0.99 of the truth). "same" keeps the papers' rule: one level throughout.
     select_alpha = alpha / cands.size if split else alpha
-    best = audit._select(
+    best = audit.select(
         clopper_pearson_upper(fp, sel_out.size, select_alpha),
         clopper_pearson_upper(fn, sel_in.size, select_alpha),
         delta,
@@ -435,9 +499,10 @@ def run_threshold_audit(
     tau = cands[best]
     fields = _bounded_rates(audit, cnt_in, cnt_out, tau, delta, ctx)
     point = _point_at(audit, cnt_in, cnt_out, tau, delta, ctx, fields["eps_lower"])
-    check = audit._check_assumption(cnt_in, cnt_out, ctx)
+    check = audit.check_assumption(cnt_in, cnt_out, ctx)
+    where = "the other half" if fraction == 0.5 else f"a random {fraction:g}"
     multiplicity = (
-        f"one threshold chosen among {cands.size} candidates on the other half of the runs"
+        f"one threshold chosen among {cands.size} candidates on {where} of the runs"
         if split
         else f"one threshold chosen among {cands.size} candidates on the same runs, "
         "selection not accounted for"
@@ -446,6 +511,7 @@ def run_threshold_audit(
         "threshold_selection": audit.threshold_selection,
         "sides": audit.sides,
         "seed": audit.seed if split else None,
+        **({"selection_fraction": fraction} if split and fraction != 0.5 else {}),
         "n_candidates": int(cands.size),
         "n_in_total": int(cin.size),
         "n_out_total": int(cout.size),
@@ -454,29 +520,35 @@ def run_threshold_audit(
 
 
 def audit_at_threshold(
-    audit: AbstractThresholdAudit, scores: Scores, threshold: float, *, delta, accounting=None
+    audit: AbstractThresholdAudit,
+    scores: Scores,
+    threshold: float,
+    *,
+    delta,
+    accounting=None,
+    held_out: bool = False,
+    multiplicity: str | None = None,
 ) -> AuditResult:
-    """Evaluates `audit`'s bound at a given threshold, counting on all runs.
-
-    Internal: used to cross-check each method's formula at a fixed test (e.g. against
-    `jax_privacy.auditing.CanaryScoreAuditor` with `Explicit(threshold)`). The result's
-    guarantee says the threshold was not held out: it is a valid bound only if
-    `threshold` was fixed without looking at these scores, which this function cannot
-    know.
-    """
+    """Evaluates `audit`'s bound at a given threshold, counting on all of `scores`
+    (`AbstractThresholdAudit.at_threshold`)."""
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
     cin, cout = np.sort(cin), np.sort(cout)
     fields = _bounded_rates(audit, cin, cout, float(threshold), delta, ctx)
     point = _point_at(audit, cin, cout, float(threshold), delta, ctx, fields["eps_lower"])
-    check = audit._check_assumption(cin, cout, ctx)
+    check = audit.check_assumption(cin, cout, ctx)
     extras = {"threshold_selection": "explicit", "sides": audit.sides}
-    multiplicity = "a threshold given by the caller, not known to be independent of the runs"
-    return _result(audit, delta, fields, point, False, multiplicity, check, extras)
+    if multiplicity is None:
+        multiplicity = (
+            "a threshold the caller declares was fixed before these scores were seen"
+            if held_out
+            else "a threshold given by the caller, not known to be independent of the runs"
+        )
+    return _result(audit, delta, fields, point, bool(held_out), multiplicity, check, extras)
 
 
 class AbstractAssumedAudit(AbstractThresholdAudit):
     """A threshold audit whose `eps_lower` rests on an assumption about the trade-off
-    curve, tested on the held-out runs at `assumption_level` (`_check_assumption`).
+    curve, tested on the held-out runs at `assumption_level` (`check_assumption`).
 
     Attributes:
         assumption_level: level of the held-out test of the assumption, in (0, 1)

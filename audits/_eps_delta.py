@@ -98,14 +98,14 @@ class EpsDeltaAudit(AbstractThresholdAudit):
     assumption_kind: ClassVar[str] = "none"
     assumption: ClassVar[str] = "none beyond (eps, delta)-DP of the run"
 
-    def _context(self, accounting):
+    def context(self, accounting):
         return None
 
-    def _select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
+    def select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
         terms = eps_delta_terms(fpr_ub, fnr_ub, delta, valid_tnr=self.sides == "two")
         return int(np.argmax(np.maximum(*terms)))
 
-    def _bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
+    def bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
         two = self.sides == "two"
         terms = eps_delta_terms(fpr_ub, fnr_ub, delta, valid_tnr=two)
         eps_tpr, eps_tnr = (float(t) for t in terms)
@@ -113,7 +113,7 @@ class EpsDeltaAudit(AbstractThresholdAudit):
         # With sides="one" the second ratio is not read: None, not a number.
         return eps, {"eps_tpr_fpr": eps_tpr, "eps_tnr_fnr": eps_tnr if two else None}
 
-    def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
+    def point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         eps_tpr, eps_tnr = eps_delta_terms(
             fp / n_out,
             fn / n_in,

@@ -207,7 +207,7 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
         "sigma_upper bounds its noise multiplier"
     )
 
-    def _context(self, accounting) -> _FamilyContext:
+    def context(self, accounting) -> _FamilyContext:
         if accounting is None:
             raise ValueError(
                 "the 'family' audit needs accounting=Accounting(steps, sampling_prob, "
@@ -243,10 +243,10 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
             sigma_floor=smallest_shift / (_FLOOR_SHIFT * sqrt_steps),
         )
 
-    def _select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
+    def select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
         return sigma_upper_bound(fpr_ub, fnr_ub, ctx)[1]
 
-    def _bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
+    def bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
         sigma, _, at_floor = sigma_upper_bound(fpr_ub, fnr_ub, ctx)
         extras = {"sigma_upper": sigma, "sigma_upper_at_floor": at_floor}
         if at_floor:
@@ -263,12 +263,12 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
             return None, extras
         return _heuristic_epsilon(delta, sigma, ctx), extras
 
-    def _check_assumption(self, sorted_in, sorted_out, ctx):
+    def check_assumption(self, sorted_in, sorted_out, ctx):
         return check_heuristic_family(
             sorted_in, sorted_out, ctx.accounting, level=self.assumption_level
         )
 
-    def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
+    def point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         ok = (fp >= self.min_count) & (fn >= self.min_count)
         # Raw rates that no sigma of the family can produce (FNR below the curve of the
         # smallest resolvable sigma: sampling noise, or scores not from the family) are no

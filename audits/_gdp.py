@@ -102,23 +102,23 @@ class GaussianDPAudit(AbstractAssumedAudit):
         "assumes the trade-off curve is exactly Gaussian (G_mu)"
     )
 
-    def _context(self, accounting):
+    def context(self, accounting):
         return None
 
-    def _select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
+    def select(self, fpr_ub, fnr_ub, delta, ctx) -> int:
         return int(np.argmax(gdp_mu(fpr_ub, fnr_ub)))
 
-    def _bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
+    def bound(self, fpr_ub, fnr_ub, delta, ctx) -> tuple:
         mu = max(0.0, float(gdp_mu(fpr_ub, fnr_ub)))
         return _gdp_epsilon(delta, mu), {"mu_lower": mu}
 
-    def _certified(self, extras) -> str:
+    def certified(self, extras) -> str:
         return f"the run is not mu-GDP for any mu < mu_lower = {extras['mu_lower']:.6g}"
 
-    def _check_assumption(self, sorted_in, sorted_out, ctx):
+    def check_assumption(self, sorted_in, sorted_out, ctx):
         return check_gaussian_tradeoff(sorted_in, sorted_out, level=self.assumption_level)
 
-    def _point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
+    def point(self, fp, fn, n_out, n_in, delta, ctx) -> tuple:
         ok = np.flatnonzero((fp >= self.min_count) & (fn >= self.min_count))
         if ok.size == 0:
             return 0.0, -1, {"mu_point": None}

@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 
+from . import _strategy_values as _values
+
 __all__ = ["Bonferroni", "Explicit", "MultiSplit", "Split", "ThresholdStrategy", "as_strategy"]
 
 
@@ -87,12 +89,16 @@ _FIELDS = {
 
 
 def as_strategy(strategy) -> ThresholdStrategy:
-    """This module's strategy for `strategy`: one of its own (returned as is), or
+    """This module's strategy for `strategy`: one of its own (returned as is),
     jax_privacy's `auditing.Explicit`, `Split`, `MultiSplit`, `Bonferroni` (read by class
-    name and fields, without importing jax_privacy).
+    name and fields, without importing jax_privacy), or advsim's strategy values with the
+    same statement (`advsim.audits.Split(fraction)`, `MultiSplit(num_splits, fraction)`,
+    `Explicit(threshold)`: their split drawn as jax_privacy draws it, seed None).
 
     Raises:
-        TypeError: anything else.
+        TypeError: anything else, with advsim's `Bonferroni()` (every distinct threshold,
+            where jax_privacy's divides by the hull's), `RankSplit`, `ProjectedSplit`,
+            `Same` and `BySampleSize` named: jax_privacy has no such strategy.
 
     Example:
         >>> as_strategy(Split(0.3, seed=1))
@@ -100,6 +106,19 @@ def as_strategy(strategy) -> ThresholdStrategy:
     """
     if isinstance(strategy, ThresholdStrategy):
         return strategy
+    if isinstance(strategy, _values.Split):
+        return Split(float(strategy.fraction))
+    if isinstance(strategy, _values.MultiSplit):
+        return MultiSplit(int(strategy.num_splits), float(strategy.fraction))
+    if isinstance(strategy, _values.Explicit):
+        return Explicit(float(strategy.threshold))
+    if isinstance(strategy, _values.ThresholdStrategy):
+        raise TypeError(
+            f"jax_privacy has no strategy {strategy!r}: the adapter takes advsim's Split, "
+            "MultiSplit and Explicit (advsim's Bonferroni() divides by every distinct "
+            "threshold, jax_privacy's by the hull's: use this module's Bonferroni()); run "
+            "advsim's own strategies with advsim.audits.audit(..., threshold_selection=...)"
+        )
     cls = type(strategy)
     if cls.__module__.startswith("jax_privacy") and cls.__name__ in _FIELDS:
         ours, fields = _FIELDS[cls.__name__]

@@ -46,7 +46,10 @@ _CAUTION = 0.2
 
 
 #: A test whose projected bound is below this share of the other's is not counted (the
-#: other then gets the whole level).
+#: other then gets the whole level), when the other projects a positive bound. (When
+#: neither does, both are counted: keeping one of two tests that project nothing left
+#: eps_lower = 0 in 16 of 40 score sets of 0.95 N(0, 1) + 0.05 N(3, 1) vs N(0, 1) at 10^3
+#: per world, against 6 of 40 with both counted.)
 _DROP_SHARE = 0.1
 
 
@@ -100,7 +103,7 @@ def _projected_other(rank_sel, other_sel, m_rank: int, m_other: int, ranks) -> n
 
 
 def _value(audit, ctx, delta, fpr_ub, fnr_ub) -> float:
-    eps, _ = audit._bound(float(fpr_ub), float(fnr_ub), delta, ctx)
+    eps, _ = audit.bound(float(fpr_ub), float(fnr_ub), delta, ctx)
     return -np.inf if eps is None else float(eps)
 
 
@@ -146,7 +149,7 @@ def _plan_side(audit, ctx, delta, budget, side, sel, counting, values):
         else:
             fpr_ub = clopper_pearson_upper(fp_cnt, m_out, rest)
             fnr_ub = clopper_pearson_upper(fn_cnt, m_in, small)
-        i = audit._select(fpr_ub, fnr_ub, delta, ctx)
+        i = audit.select(fpr_ub, fnr_ub, delta, ctx)
         value = _value(audit, ctx, delta, fpr_ub[i], fnr_ub[i])
         if best is None or value > best["projected"]:
             best = {
@@ -229,7 +232,7 @@ def rank_split_audit(
     tests = [t for t in tests if t is not None]
     if len(tests) == 2:
         weak, strong = sorted(tests, key=lambda t: t["projected"])
-        if weak["projected"] <= _DROP_SHARE * max(strong["projected"], 0.0):
+        if strong["projected"] > 0.0 and weak["projected"] <= _DROP_SHARE * strong["projected"]:
             tests = [_plan_side(audit, ctx, delta, alpha, strong["side"], **plan)]
     counted = [_count_test(audit, ctx, delta, t, cnt_in, cnt_out) for t in tests]
     values_counted = [-1.0 if c["eps_lower"] is None else c["eps_lower"] for c in counted]
@@ -237,7 +240,7 @@ def rank_split_audit(
     fields = counted[best]
     tau = fields["threshold"]
     point = _point_at(audit, cnt_in, cnt_out, tau, delta, ctx, fields["eps_lower"])
-    check = audit._check_assumption(cnt_in, cnt_out, ctx)
+    check = audit.check_assumption(cnt_in, cnt_out, ctx)
     placement = "values" if tied else "ranks"
     multiplicity = (
         f"{len(tests)} test(s) planned on a random {selection_fraction:g} of the runs, "

@@ -70,9 +70,10 @@ runs (`"same"`); this module adds the other three and advsim's own two
   i.e. where the likelihood ratio keeps rising) and the other world's count there (an 80%
   Clopper-Pearson upper bound on its rate, scaled to the counting part), and which share
   (0.5, 0.7 or 0.9) of the test's level goes to the rank-placed rate (the small count
-  needs it most); a test whose projected bound is below a tenth of the other's is dropped
-  and the other replanned with the whole level. With tied scores (over 1% of the planning
-  part) both tests are placed at values, with Jeffreys rates projected.
+  needs it most); a test whose projected bound is below a tenth of the other's is
+  dropped and the other replanned with the whole level, unless neither projects a
+  positive bound (then both are counted). With tied scores (over 1% of the planning part)
+  both tests are placed at values, with Jeffreys rates projected.
 
   Validity. Let the levels of the counted tests' rates add up to 1 - c (each test gets
   (1 - c) / 2 or, alone, 1 - c, split between its FPR and FNR by the planned share). The
@@ -134,6 +135,7 @@ from ._base import (
     _prepare,
     audit_at_threshold,
     check_audit_delta,
+    run_threshold_audit,
 )
 from ._guarantee import Guarantee
 from ._result import AuditResult
@@ -141,7 +143,6 @@ from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at
 
 __all__ = [
     "bonferroni_audit",
-    "explicit_audit",
     "multi_split_audit",
     "projected_split_audit",
 ]
@@ -171,16 +172,6 @@ def _with(
     )
 
 
-def explicit_audit(
-    audit: AbstractThresholdAudit, scores: Scores, threshold: float, *, delta, accounting=None
-) -> AuditResult:
-    """The audit's bound at the caller's `threshold`, counted on all runs."""
-    threshold = float(threshold)
-    if not np.isfinite(threshold):
-        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-    return audit_at_threshold(audit, scores, threshold, delta=delta, accounting=accounting)
-
-
 def multi_split_audit(
     audit: AbstractThresholdAudit,
     scores: Scores,
@@ -188,8 +179,10 @@ def multi_split_audit(
     delta,
     accounting=None,
     num_splits: int = 21,
+    fraction: float = 0.5,
 ) -> AuditResult:
-    """The lower median of `num_splits` split bounds at level alpha / 2 (module docstring).
+    """The lower median of `num_splits` split bounds at level alpha / 2 (module docstring),
+    each split choosing on a random `fraction` of each world.
 
     Split i uses the seed `audit.seed + i`. Returns the split result whose `eps_lower` is
     the lower median, with the confidence `audit.confidence`, the guarantee's multiplicity
@@ -198,9 +191,12 @@ def multi_split_audit(
     num_splits = check_int("num_splits", num_splits, minimum=1)
     half = 1.0 - (1.0 - audit.confidence) / 2.0
     results = [
-        dataclasses.replace(
-            audit, confidence=half, threshold_selection="split", seed=audit.seed + i
-        )(scores, delta=delta, accounting=accounting)
+        run_threshold_audit(
+            dataclasses.replace(
+                audit, confidence=half, threshold_selection="split", seed=audit.seed + i
+            ),
+            scores, delta=delta, accounting=accounting, fraction=fraction,
+        )  # fmt: skip
         for i in range(num_splits)
     ]
     values = np.array([-1.0 if r.eps_lower is None else r.eps_lower for r in results])
@@ -217,6 +213,7 @@ def multi_split_audit(
         extras={
             "threshold_selection": "multi_split",
             "num_splits": num_splits,
+            **({"selection_fraction": fraction} if fraction != 0.5 else {}),
             "split_eps_lower": [float(v) for v in np.sort(values)],
         },
     )
@@ -230,7 +227,7 @@ def bonferroni_audit(
         raise TypeError(f"scores must be an advsim.Scores, got {type(scores).__name__}")
     delta = check_audit_delta(audit, delta)
     scores.check_finite()
-    ctx = audit._context(accounting)
+    ctx = audit.context(accounting)
     cin = np.sort(np.asarray(scores.canary_in, np.float64))
     cout = np.sort(np.asarray(scores.canary_out, np.float64))
     pooled = np.unique(np.concatenate([cin, cout]))
@@ -238,7 +235,7 @@ def bonferroni_audit(
     k = cands.size
     level = (1.0 - audit.confidence) / (2.0 * k)
     fp, fn = counts_at(cin, cout, cands)
-    best = audit._select(
+    best = audit.select(
         clopper_pearson_upper(fp, cout.size, level),
         clopper_pearson_upper(fn, cin.size, level),
         delta,
@@ -329,7 +326,7 @@ def projected_split_audit(
             fnr = clopper_pearson_upper(fn, sel_in.size, rule_level)
         fp_cnt = np.minimum(np.rint(fpr * cnt_out.size), cnt_out.size).astype(np.int64)
         fn_cnt = np.minimum(np.rint(fnr * cnt_in.size), cnt_in.size).astype(np.int64)
-        best = audit._select(
+        best = audit.select(
             clopper_pearson_upper(fp_cnt, cnt_out.size, level),
             clopper_pearson_upper(fn_cnt, cnt_in.size, level),
             delta,
@@ -363,5 +360,5 @@ def projected_split_audit(
             "n_in_total": int(sel_in.size + cnt_in.size),
             "n_out_total": int(sel_out.size + cnt_out.size),
         },
-        certified=audit._certified(result.extras),
+        certified=audit.certified(result.extras),
     )

@@ -105,14 +105,14 @@ def candidate_thresholds(
     return np.unique(np.concatenate([sorted_out[n_out - k], sorted_in[j], [above_all]]))
 
 
-def split_halves(scores: np.ndarray, rng: np.random.Generator) -> tuple:
-    """Shuffles `scores` with `rng` and returns (first half, second half).
+def split_halves(scores: np.ndarray, rng: np.random.Generator, fraction: float = 0.5) -> tuple:
+    """Shuffles `scores` with `rng` and returns (choosing part, counting part).
 
-    The first half has `n // 2` scores (used to choose the threshold), the second the
-    remaining `n - n // 2` (used to count the rates), so each is non-empty for `n >= 2`.
+    The choosing part has `int(n * fraction)` scores (at least 1, at most n - 1; `n // 2`
+    at the default 0.5), the counting part the rest, so each is non-empty for `n >= 2`.
     Called on canary_in, then canary_out, with one `np.random.default_rng(seed)`, this is
-    the same partition as jax_privacy's `Split(threshold_estimation_frac=0.5, seed)`.
+    the same partition as jax_privacy's `Split(threshold_estimation_frac=fraction, seed)`.
     """
     perm = rng.permutation(scores.size)
-    cut = scores.size // 2
+    cut = min(max(int(scores.size * fraction), 1), scores.size - 1)
     return scores[perm[:cut]], scores[perm[cut:]]

@@ -68,7 +68,7 @@ from advsim import Accounting, Scores
 from advsim.bounds import TRADEOFF_VDI, composition_epsilon_from_pld, composition_tradeoff_curve
 from advsim.validation import check_in_interval, check_int, check_positive
 
-from ._base import AbstractAudit, _prepare, check_sides
+from ._base import AbstractAudit, _prepare, _seed_or_draw, check_sides
 from ._eps_delta import eps_delta_terms
 from ._guarantee import Guarantee
 from ._result import AuditResult
@@ -243,7 +243,7 @@ class TradeoffAudit(AbstractAudit):
     confidence: float = eqx.field(static=True, default=0.95)
     threshold_selection: str = eqx.field(static=True, default="split")
     num_thresholds: int = eqx.field(static=True, default=1)
-    seed: int = eqx.field(static=True, default=0)
+    seed: int = eqx.field(static=True, default=0, converter=_seed_or_draw)
     min_count: int = eqx.field(static=True, default=50)
     eps_grid: tuple = eqx.field(static=True, default=PAPER_EPS_GRID)
     value_discretization_interval: float = eqx.field(static=True, default=TRADEOFF_VDI)
@@ -279,7 +279,7 @@ class TradeoffAudit(AbstractAudit):
         if np.any(np.diff(grid) <= 0):
             raise ValueError("eps_grid must be strictly increasing")
 
-    def _context(self, accounting) -> Accounting:
+    def context(self, accounting) -> Accounting:
         if not isinstance(accounting, Accounting):
             raise ValueError(
                 "the 'tradeoff' audit needs accounting=Accounting(...) of the audited run "

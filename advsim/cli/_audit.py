@@ -110,7 +110,7 @@ def _strategy_settings(args) -> dict:
     from advsim._validation import check_finite, check_in_interval
 
     given = {k: getattr(args, k) for k in STRATEGY_KEYS if getattr(args, k) is not None}
-    takes = THRESHOLD_SELECTIONS[args.threshold]
+    takes = THRESHOLD_SELECTIONS.get(args.threshold, ())
     for key, value in given.items():
         option = STRATEGY_KEYS[key]
         if option not in takes:

@@ -3,6 +3,8 @@ the two cannot disagree), help and examples."""
 
 from __future__ import annotations
 
+import argparse
+
 from advsim.cli._common import _positive_int, _seed
 from advsim.cli._names import (
     AUDIT_ASSUMPTIONS,
@@ -46,12 +48,25 @@ def _threshold_help() -> str:
     strategies = [
         s + (f" (with {', '.join(flags[o] for o in opts)})" if opts else "")
         for s, opts in THRESHOLD_SELECTIONS.items()
-        if s not in ("split", "same")
+        if s not in ("by_sample_size", "split", "same")
     ]
     return (
-        "split: choose the threshold on half the runs, count on the other half (held out); "
-        "same: on all runs (optimistic); or a strategy of advsim.audits.audit: "
-        + ", ".join(strategies)
+        "by_sample_size (default): the best rigorous strategy for the number of runs "
+        "(rank_split from 3 runs per world); split: choose the threshold on half the runs, "
+        "count on the other half (held out); same: on all runs (optimistic); or a strategy "
+        "of advsim.audits.audit: " + ", ".join(strategies) + "; or module:Class, a "
+        "ThresholdStrategy of your own"
+    )
+
+
+def _threshold_selection(value: str) -> str:
+    """`--threshold`'s value: an alias of `THRESHOLD_SELECTIONS` or a class path
+    `module:Class` (resolved when the audit runs, like `--mechanism`'s)."""
+    if value in THRESHOLD_SELECTIONS or (":" in value and all(value.partition(":")[::2])):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {value!r} (choose from {', '.join(THRESHOLD_SELECTIONS)}, or "
+        "module:Class)"
     )
 
 
@@ -154,7 +169,7 @@ def audit_options() -> list[tuple[str, dict]]:
         ("--trials", count, sweep["trials"], "N"),
         ("--seed", _seed, sweep["seed"], None),
         ("--confidence", real, sweep["confidence"], None),
-        ("--threshold", list(THRESHOLD_SELECTIONS), sweep["threshold_selection"], None),
+        ("--threshold", _threshold_selection, sweep["threshold_selection"], "NAME"),
         *(
             (_flag(key), _STRATEGY_FLAGS[key][0], None, _STRATEGY_FLAGS[key][1])
             for key in STRATEGY_KEYS

@@ -3,7 +3,7 @@
 
 The audit methods and their assumptions (`advsim.audits.AUDITS`), the threshold
 selections and the options each takes (`advsim.audits.THRESHOLD_SELECTIONS`), the values
-of `sides` (`SIDES` of `advsim.audits._base`), the sweep's mechanism aliases
+of `sides` (`advsim.audits.SIDES`), the sweep's mechanism aliases
 (`advsim.sweep.MECHANISM_ALIASES`) and the options' sweep keys (`STRATEGY_KEYS` and
 `AUDIT_OPTION_KEYS` of `advsim.sweep._config`) are defined beside code that imports jax;
 the parser needs only their names and words. They are written out here, and
@@ -48,6 +48,7 @@ AUDIT_METHODS: tuple[str, ...] = tuple(AUDIT_ASSUMPTIONS)
 #: `advsim.audits.THRESHOLD_SELECTIONS`: each threshold selection, in order, with the
 #: options of `advsim.audits.audit` it takes.
 THRESHOLD_SELECTIONS: dict[str, tuple[str, ...]] = {
+    "by_sample_size": (),
     "split": (),
     "same": (),
     "explicit": ("threshold",),
@@ -65,7 +66,7 @@ STRATEGY_KEYS: dict[str, str] = {
     for option in options
 }
 
-#: `SIDES` of `advsim.audits._base`: both orders of the neighbouring pair, or only "score high means
+#: `advsim.audits.SIDES`: both orders of the neighbouring pair, or only "score high means
 #: canary in".
 SIDES: tuple[str, ...] = ("two", "one")
 

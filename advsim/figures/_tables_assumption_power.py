@@ -1,4 +1,4 @@
-"""Power and false alarms of the audits' assumption checks (`advsim.audits._assumption`).
+"""Power and false alarms of the audits' assumption checks (`advsim.audits.check_tradeoff_fit`).
 
 Each repeat simulates `trials` runs per world (independent keys), splits each world in
 halves exactly as the audits' default split does (`split_halves` with
@@ -30,8 +30,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ProjectionScore, ThresholdAdversary
-from advsim.audits import check_gaussian_tradeoff, check_heuristic_family
-from advsim.audits._threshold import split_halves
+from advsim.audits import check_gaussian_tradeoff, check_heuristic_family, split_halves
 from advsim.mechanisms import LinearProcess, ThresholdLandscape
 from advsim.testing import clopper_pearson_interval
 

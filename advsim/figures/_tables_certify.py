@@ -48,8 +48,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ProjectionScore
-from advsim.audits import certify_violation
-from advsim.audits._threshold import clopper_pearson_upper
+from advsim.audits import certify_violation, clopper_pearson_upper
 from advsim.bounds import (
     heuristic_epsilon,
     heuristic_epsilon_max_over_steps,

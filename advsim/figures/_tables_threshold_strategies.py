@@ -7,9 +7,10 @@ each set every strategy runs on the same scores (the eps_delta audit, delta =
 come from a generator seeded with (index, family, size), so the split is independent of
 them):
 
-- advsim: `"split"` and every strategy of `advsim.audits._strategies.STRATEGIES` but
-  `"explicit"` (`"multi_split"`, `"bonferroni"`, `"projected_split"`, `"rank_split"`, ...),
-  each with its guarantee's `held_out` flag;
+- advsim: every strategy of `advsim.audits.THRESHOLD_SELECTIONS` but `"explicit"` and
+  `"same"`: the default `"by_sample_size"`, `"split"`, `"multi_split"`,
+  `"projected_split"`, `"bonferroni"`, `"rank_split"`, each with its guarantee's
+  `held_out` flag;
 - jax_privacy (imported here; a test dependency of advsim): `CanaryScoreAuditor.
   epsilon_clopper_pearson` with `Split(0.5, seed)`, `MultiSplit(num_splits, 0.5, seed)`
   (both held out) and `Bonferroni()` (not held out: it counts every run and divides the
@@ -19,13 +20,17 @@ them):
 The `threshold_vs_jax_privacy` table puts the best median of advsim's held-out strategies
 beside the best median of all of jax_privacy's, their ratio with a 95% bootstrap interval
 (the score sets resampled, both strategies together) and the number of score sets on which
-advsim's is at least jax_privacy's, and, where advsim is behind, why. Two reference
-numbers help: the median of an oracle (the eps_delta bound at one threshold fixed in
-advance where the pair's expected bound is largest, found on 2 x 10^6 draws per world,
-counted on all runs at level (1 - c) / 2 per rate: what one test placed perfectly
-reaches), and the median number of hull thresholds jax_privacy's Bonferroni() takes the
-best of on the same runs. `threshold_strategies` (not printed) has every strategy's
-median.
+advsim's is at least jax_privacy's, and, where advsim is behind, why; then the two
+defaults: advsim's (`audit`'s `"by_sample_size"`) against jax_privacy's
+(`epsilon_clopper_pearson(significance, delta)`: `Bonferroni()`, one-sided),
+`default_ratio`. The limit is the oracle: the eps_delta bound of one threshold fixed in
+advance at the true optimum (where the bound at the pair's expected counts, read off its
+exact laws, `exact_rates`, is largest), counted on all runs at level (1 - c) / 2 per
+rate, at the same confidence. A held-out strategy counts fewer runs and places its test
+from data, so its median cannot beat it beyond the noise; each strategy's median over the
+oracle's is `*_over_oracle` (`over_oracle` in `threshold_strategies`, not printed, with
+every strategy's median). The median number of hull thresholds jax_privacy's Bonferroni()
+takes the best of on the same runs is `jax_hull_thresholds`.
 
 The `threshold_calibration` table repeats strategies `params.calibration.repeats` times on
 the Laplace pair (`laplace`: Laplace(shift, 1) vs Laplace(0, 1), exact eps(delta) =
@@ -55,10 +60,15 @@ import scipy.stats
 
 from advsim import Scores
 from advsim._io import write_json
-from advsim.audits import AssumptionRejectedWarning, audit
-from advsim.audits._eps_delta import eps_delta_terms
-from advsim.audits._strategy_registry import STRATEGIES
-from advsim.audits._threshold import clopper_pearson_upper, counts_at
+from advsim.audits import (
+    DEFAULT_THRESHOLD_SELECTION,
+    THRESHOLD_SELECTIONS,
+    AssumptionRejectedWarning,
+    Explicit,
+    audit,
+    clopper_pearson_upper,
+    eps_delta_terms,
+)
 from advsim.bounds import gdp_epsilon
 
 __all__ = [
@@ -80,8 +90,6 @@ FAMILIES = {
 }
 #: The Laplace pair's shift (its exact eps at delta 0).
 LAPLACE_SHIFT = 1.0
-#: Draws per world of the reference sample that places the oracle's threshold.
-_REFERENCE = 2_000_000
 
 
 def _draw(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -187,16 +195,41 @@ def _family_exact(family: str, delta: float) -> tuple:
     return value, float(error), kind
 
 
+#: The oracle's candidate thresholds on the continuous families: this many points on
+#: [-20, 20] (spacing 2e-4), where both worlds' exact tail rates are read.
+_ORACLE_POINTS = 200_001
+
+
+def exact_rates(family: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`(taus, fpr, fnr)`: the test "in" iff score >= tau at candidate thresholds, with its
+    exact rates from the pair's laws: FPR = P_out(score >= tau), FNR = P_in(score < tau)
+    (scipy's CDFs; for the Binomial pair, the 22 thresholds 0, ..., 21)."""
+    if family == "binomial":
+        k = np.arange(22.0)
+        return k, scipy.stats.binom.sf(k - 1, 20, 0.5), scipy.stats.binom.cdf(k - 1, 20, 0.6)
+    t = np.linspace(-20.0, 20.0, _ORACLE_POINTS)
+    norm, lap, st = scipy.stats.norm, scipy.stats.laplace, scipy.stats.t
+    laws = {
+        "gaussian_strong": (norm.cdf(t - 2.0), norm.sf(t)),
+        "gaussian_weak": (norm.cdf(t - 0.5), norm.sf(t)),
+        "laplace": (lap.cdf(t - LAPLACE_SHIFT), lap.sf(t)),
+        "mixture": (0.9 * norm.cdf(t) + 0.1 * norm.cdf(t - 4.0), norm.sf(t)),
+        "student_t": (st.cdf(t - 2.0, 3), st.sf(t, 3)),
+    }
+    if family not in laws:
+        raise ValueError(f"unknown family {family!r}; the families: {', '.join(FAMILIES)}")
+    fnr, fpr = laws[family]
+    return t, fpr, fnr
+
+
 def _oracle_threshold(family: str, n: int, delta: float, confidence: float) -> float:
     """The threshold whose eps_delta bound, at the pair's expected counts among n runs per
-    world and level (1 - c) / 2 per rate, is largest (rates from `_REFERENCE` draws)."""
-    rng = np.random.default_rng([12345, FAMILIES[family][0]])
-    cin, cout = (np.sort(s) for s in _draw(family, _REFERENCE, rng))
-    taus = np.unique(np.concatenate([cin[::100], cout[::100], [np.nextafter(cout[-1], np.inf)]]))
-    fp, fn = counts_at(cin, cout, taus)
+    world (its exact rates, `exact_rates`, times n) and level (1 - c) / 2 per rate, is
+    largest: one test placed in advance where the pair's laws say it is best."""
+    taus, fpr, fnr = exact_rates(family)
     alpha = (1.0 - confidence) / 2.0
-    fp_n = np.rint(fp / cout.size * n).astype(np.int64)
-    fn_n = np.rint(fn / cin.size * n).astype(np.int64)
+    fp_n = np.rint(fpr * n).astype(np.int64)
+    fn_n = np.rint(fnr * n).astype(np.int64)
     terms = eps_delta_terms(clopper_pearson_upper(fp_n, n, alpha),
                             clopper_pearson_upper(fn_n, n, alpha), delta)  # fmt: skip
     return float(taus[int(np.argmax(np.maximum(*terms)))])
@@ -214,7 +247,14 @@ def _jax_privacy():
 
 
 def _advsim_names() -> tuple[str, ...]:
-    return ("split", *(s for s in STRATEGIES if s != "explicit"))
+    """advsim's strategies by alias, the default first: every one but `"explicit"` (the
+    oracle is the explicit test) and `"same"` (not a bound: `threshold_calibration`)."""
+    return tuple(s for s in THRESHOLD_SELECTIONS if s not in ("explicit", "same"))
+
+
+#: jax_privacy's default: `epsilon_clopper_pearson(significance, delta)` is one-sided with
+#: `Bonferroni()`.
+JAX_DEFAULT = "Bonferroni() one-sided"
 
 
 def _one_set(scores: Scores, seed: int, p: dict, auditing) -> dict:
@@ -296,7 +336,7 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
             values.setdefault(name, []).append(-1.0 if eps is None else float(eps))
             meta[name] = (held_out, label)
         r = audit(scores, "eps_delta", delta=delta, confidence=c,
-                  threshold_selection="explicit", threshold=tau)  # fmt: skip
+                  threshold_selection=Explicit(tau, chosen_in_advance=True))  # fmt: skip
         oracle.append(float(r.eps_lower))
     hull = float(np.median(values.pop("hull_thresholds")))
     meta.pop("hull_thresholds")
@@ -304,6 +344,13 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
     ours = {k: v for k, v in medians.items() if k.startswith("advsim:") and meta[k][0]}
     theirs = {k: v for k, v in medians.items() if k.startswith("jax_privacy:")}
     a, j = max(ours, key=ours.get), max(theirs, key=theirs.get)
+    ours_default = f"advsim:{DEFAULT_THRESHOLD_SELECTION}"
+    theirs_default = f"jax_privacy:{JAX_DEFAULT}"
+    oracle_median = float(np.median(oracle))
+
+    def over_oracle(value: float) -> float:
+        return value / oracle_median if oracle_median > 0 else math.inf
+
     row = dict(
         family=family, scores=FAMILIES[family][1], per_world=n, seeds=p["seeds"],
         delta=delta, confidence=c, **family_exact(family, delta),
@@ -313,8 +360,17 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
         jax_median_eps_lower=theirs[j], jax_median_guarantee=meta[j][1],
         ratio=ours[a] / theirs[j] if theirs[j] > 0 else math.inf,
         jax_hull_thresholds=hull, oracle_threshold=tau,
-        oracle_median_eps_lower=float(np.median(oracle)),
+        oracle_median_eps_lower=oracle_median,
         oracle_median_guarantee="oracle (not an audit)",
+        default_median_eps_lower=medians[ours_default],
+        default_median_guarantee=meta[ours_default][1],
+        jax_default_median_eps_lower=medians[theirs_default],
+        jax_default_median_guarantee=meta[theirs_default][1],
+        default_ratio=(medians[ours_default] / medians[theirs_default]
+                       if medians[theirs_default] > 0 else math.inf),
+        default_over_oracle=over_oracle(medians[ours_default]),
+        advsim_over_oracle=over_oracle(ours[a]),
+        jax_over_oracle=over_oracle(theirs[j]),
     )  # fmt: skip
     row["strategies"] = [
         dict(
@@ -325,6 +381,7 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
             strategy=k.split(":", 1)[1],
             held_out=meta[k][0],
             median_eps_lower=medians[k],
+            over_oracle=over_oracle(medians[k]),
             guarantee=meta[k][1],
             values=values[k],
         )  # fmt: skip

@@ -14,11 +14,11 @@ import functools
 import math
 from collections.abc import Mapping
 
-from advsim.audits._rank_split import RANK_SPLIT_MIN_SCORES
-from advsim.audits._strategies import PROJECTED_SPLIT_MIN_SCORES
+from advsim.audits import as_threshold_strategy
 from advsim.bounds import gdp_epsilon
 from advsim.bounds._composition import _VDI as COMPOSITION_VDI
 from advsim.bounds._pld_fast import MAX_GRID_POINTS, grid_size, smallest_sigma
+from advsim.sweep._settings import strategy_options
 
 __all__ = ["CellError", "check_cell"]
 
@@ -73,19 +73,15 @@ def check_cell(config, cell, mechanism, where: str) -> tuple[int, float, int]:
     acc = mechanism.accounting()
     q, n = acc.sampling_prob, acc.num_canary_steps
     selection = p.get("threshold_selection")
-    if config.mode == "audit" and selection in ("projected_split", "rank_split"):
-        least = {
-            "projected_split": PROJECTED_SPLIT_MIN_SCORES,
-            "rank_split": RANK_SPLIT_MIN_SCORES,
-        }[selection]
+    if config.mode == "audit" and selection is not None and not p.get("streaming"):
+        least = as_threshold_strategy(selection, **strategy_options(p)).min_scores
         if p["trials"] < least:
             raise CellError(
                 where,
                 "trials",
                 p,
-                f"threshold_selection={selection!r} needs trials >= {least} (at least one "
-                f"run per world plans the thresholds and two are counted), got "
-                f"trials={p['trials']}",
+                f"threshold_selection={selection!r} needs trials >= {least} (the scores "
+                f"per world it takes), got trials={p['trials']}",
             )
     vdi = p.get("composition_discretization", COMPOSITION_VDI)
     if q == 1.0:  # the composition is exactly Gaussian: no grid

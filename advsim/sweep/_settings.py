@@ -14,8 +14,15 @@ from advsim._validation import (
     check_int,
     check_positive,
 )
-from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS, get_audit
-from advsim.audits._base import SIDES
+from advsim.audits import (
+    AUDIT_METHODS,
+    AUDITS,
+    DEFAULT_THRESHOLD_SELECTION,
+    SIDES,
+    THRESHOLD_SELECTIONS,
+    as_threshold_strategy,
+    get_audit,
+)
 from advsim.experiment import check_streaming_options
 
 __all__ = [
@@ -35,7 +42,7 @@ _AUDIT_DEFAULTS = {
     "trials": 100_000,
     "method": "eps_delta",  # "family" for the heuristic's family: `_defaults`
     "confidence": 0.95,
-    "threshold_selection": "split",
+    "threshold_selection": DEFAULT_THRESHOLD_SELECTION,
 }
 
 
@@ -137,9 +144,12 @@ def _check_setting(key: str, value, where: str):
         elif key == "method" and value not in AUDIT_METHODS:
             raise ValueError(f"method must be one of {list(AUDIT_METHODS)}, got {value!r}")
         elif key == "threshold_selection" and value not in THRESHOLD_SELECTIONS:
-            raise ValueError(
-                f"threshold_selection must be one of {list(THRESHOLD_SELECTIONS)}, got {value!r}"
-            )
+            if not isinstance(value, str) or ":" not in value:
+                raise ValueError(
+                    f"threshold_selection must be one of {list(THRESHOLD_SELECTIONS)} or a "
+                    f"class path 'module:Class', got {value!r}"
+                )
+            as_threshold_strategy(value)  # a class path: it must name a strategy
     except (TypeError, ValueError) as err:
         raise ValueError(f"{where}: {err}") from None
     return value
@@ -219,7 +229,7 @@ def _check_strategy_options(params: Mapping, swept: Sequence[str]) -> None:
             "[grid])"
         )
     for key, option in STRATEGY_KEYS.items():
-        if key in params and option not in THRESHOLD_SELECTIONS[selection]:
+        if key in params and option not in THRESHOLD_SELECTIONS.get(selection, ()):
             takers = [s for s, opts in THRESHOLD_SELECTIONS.items() if option in opts]
             raise ValueError(
                 f"cell {describe(params, swept)}: {key} applies to threshold_selection = "
@@ -287,14 +297,15 @@ def _streaming_defaults(fixed: dict, swept: set, defaults: dict) -> None:
     """A streaming sweep's settings (`streaming = true` in `[sweep]`): its method defaults
     to "eps_delta" (the statement a streaming audit makes), and its cells have no
     `threshold_selection` (the tests are planned on the pilot; the records read
-    "streaming"): a fixed "split", the default, is dropped (the same cells as unset), any
+    "streaming"): a fixed default ("by_sample_size") or "split" is dropped (the same cells
+    as unset), any
     other value is refused with the cells (`check_audit_options`), and a swept one here."""
     defaults["method"] = "eps_delta"
     del defaults["threshold_selection"]
-    if fixed.get("threshold_selection") == _AUDIT_DEFAULTS["threshold_selection"]:
+    if fixed.get("threshold_selection") in (_AUDIT_DEFAULTS["threshold_selection"], "split"):
         del fixed["threshold_selection"]
     if "threshold_selection" in swept:
         raise ValueError(
             "threshold_selection cannot be swept with streaming = true: a streaming audit "
-            "plans its tests on a pilot of its own (valid: unset, or 'split' in [sweep])"
+            "plans its tests on a pilot of its own (valid: unset, or the default in [sweep])"
         )

@@ -121,6 +121,6 @@ def test_search_result_in_simulation_matches_single_audit():
             search, mech, 10_000, jax.random.key(5), delta=DELTA, method="gdp"
         )
         scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
-        single = audit(scores, "gdp", delta=DELTA)
+        single = audit(scores, "gdp", delta=DELTA, threshold_selection="split")
     assert res.eps_lower[0] == single.eps_lower
     assert res.results[0].assumption_rejected == single.assumption_rejected

@@ -2,6 +2,7 @@
 threshold selections, the sweep's aliases), every threshold strategy is reachable, and
 `--mechanism` takes class paths as `--adversary` does."""
 
+import argparse
 import json
 
 import pytest
@@ -41,9 +42,13 @@ def _audit_actions() -> dict:
 def test_choices_and_help_come_from_their_sources():
     actions = _audit_actions()
     assert actions["--method"].choices == list(AUDIT_METHODS)
-    assert actions["--threshold"].choices == list(THRESHOLD_SELECTIONS)
+    threshold = actions["--threshold"]  # an alias, or a class path module:Class
     for name in THRESHOLD_SELECTIONS:
-        assert name in actions["--threshold"].help
+        assert name in threshold.help and threshold.type(name) == name
+    assert threshold.type("my_module:MyStrategy") == "my_module:MyStrategy"
+    for bad in ("nope", "module:", ":Class"):
+        with pytest.raises(argparse.ArgumentTypeError, match="invalid choice"):
+            threshold.type(bad)
     for name in AUDIT_METHODS:
         assert f"{name}: {AUDITS[name].assumption}" in actions["--method"].help
     for key in STRATEGY_KEYS:

@@ -53,7 +53,7 @@ def test_run_audit_streaming_is_audit_streaming():
     [
         ({"method": "gdp"}, "method must be 'eps_delta' or unset, got 'gdp'"),
         ({"method": "family"}, "method must be 'eps_delta' or unset, got 'family'"),
-        ({"threshold_selection": "same"}, "threshold_selection must be 'split'"),
+        ({"threshold_selection": "same"}, "threshold_selection must be unset"),
         ({"strategy_options": {"threshold": 0.5}}, "takes no threshold strategy option"),
         ({"sides": "one"}, "sides must be 'two', got 'one'"),
         ({"min_count": 9}, r"min_count must be 50 \(the default\), got 9"),
@@ -78,9 +78,11 @@ def test_run_audit_refuses_pilot_runs_without_streaming():
 
 
 def test_cells_of_configs_without_streaming_keep_their_ids():
-    """Ids computed before the streaming keys existed; `streaming = false` is that config."""
+    """Ids computed before the streaming keys existed; `streaming = false` is that config.
+    (The default strategy was "split" then: set here, docs/changelog.md.)"""
     config = {
-        "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta"},
+        "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta",
+                  "threshold_selection": "split"},
         "mechanism": {"name": "linear", "sampling_prob": 1.0, "noise_multiplier": 1.0},
         "grid": {"steps": [1, 2]},
     }
@@ -112,7 +114,7 @@ def test_a_streaming_config_s_cells():
         ({"streaming": True, "method": "tradeoff"}, {}, "got 'tradeoff'"),
         ({"streaming": True, "method": "family"}, {}, "got 'family'"),
         ({"streaming": True, "threshold_selection": "same"}, {},
-         "threshold_selection must be 'split' .*got 'same'"),
+         "threshold_selection must be unset .*got 'same'"),
         ({"streaming": True, "threshold_selection": "projected_split",
           "selection_fraction": 0.3}, {}, "got 'projected_split'"),
         ({"streaming": True, "selection_fraction": 0.3}, {},
@@ -185,7 +187,7 @@ def test_audit_streaming_prints_a_row(tmp_path, capsys):
          "--streaming: a streaming audit's bound is assumption-free (eps_delta, held out by "
          "construction): --method must be 'eps_delta' or unset, got 'gdp'"),
         (["--streaming", "--method", "family"], "--method must be 'eps_delta'"),
-        (["--streaming", "--threshold", "same"], "--threshold must be 'split'"),
+        (["--streaming", "--threshold", "same"], "--threshold must be unset"),
         (["--streaming", "--sides", "one"], "--sides must be 'two', got 'one'"),
         (["--streaming", "--min-count", "9"], "--min-count must be 50"),
         (["--streaming", "--audit-seed", "4"], "--audit-seed must be unset"),

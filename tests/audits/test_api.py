@@ -10,8 +10,14 @@ import pytest
 import scipy.stats
 
 from advsim import Accounting, Scores
-from advsim.audits import AssumptionRejectedWarning, audit, get_audit
-from advsim.audits._api import DEFAULT_DELTA, DEFAULT_METHOD
+from advsim.audits import (
+    DEFAULT_DELTA,
+    DEFAULT_METHOD,
+    AssumptionRejectedWarning,
+    BySampleSize,
+    audit,
+    get_audit,
+)
 
 from ._helpers import every_step, gaussian_scores
 
@@ -28,9 +34,12 @@ def test_defaults_assume_nothing(scores):
     r = audit(scores.canary_in, scores.canary_out)
     assert r.method == "eps_delta" and r.delta == 0.0
     assert r.guarantee.assumption == "none" and r.rigorous
-    assert r.extras["sides"] == "two" and r.extras["threshold_selection"] == "split"
-    # The same as the class with its defaults, at delta = 0.
-    assert r.to_dict() == get_audit("eps_delta")(scores, delta=0.0).to_dict()
+    assert r.extras["sides"] == "two" and r.extras["threshold_selection"] == "by_sample_size"
+    assert r.extras["chosen_strategy"] == "RankSplit()" and r.guarantee.held_out
+    # The same as the class with its defaults, at delta = 0, its threshold by the default
+    # strategy.
+    default = BySampleSize()(get_audit("eps_delta"), scores, delta=0.0)
+    assert r.to_dict() == default.to_dict()
 
 
 def test_two_arrays_of_any_kind_are_the_scores_record(scores):
@@ -49,7 +58,7 @@ def test_two_arrays_of_any_kind_are_the_scores_record(scores):
         assert audit(a, b, method="eps_delta", delta=DELTA).to_dict() == ref
     # Integers and booleans are real numbers too.
     ints = audit(np.arange(10), np.arange(10) - 5, delta=DELTA)
-    assert ints.n_in == 5 and ints.eps_lower >= 0
+    assert ints.n_in == 9 and ints.eps_lower >= 0  # RankSplit counts 9 of 10 runs
 
 
 def test_a_string_second_is_the_method_as_before(scores):
@@ -179,12 +188,8 @@ def test_sides_per_method(scores):
 def test_every_option_reaches_the_audit(scores):
     r = audit(scores, delta=DELTA, seed=5, min_count=7, confidence=0.8, sides="one")
     assert r.extras["seed"] == 5 and r.confidence == 0.8 and r.extras["sides"] == "one"
-    assert (
-        r.to_dict()
-        == get_audit("eps_delta", seed=5, min_count=7, confidence=0.8, sides="one")(
-            scores, delta=DELTA
-        ).to_dict()
-    )
+    auditor = get_audit("eps_delta", seed=5, min_count=7, confidence=0.8, sides="one")
+    assert r.to_dict() == BySampleSize()(auditor, scores, delta=DELTA).to_dict()
     # The strategies keep sides and the confidence they were given.
     for sel, options in [("multi_split", {"num_splits": 3}), ("projected_split",
                          {"selection_fraction": 0.3}), ("bonferroni", {})]:  # fmt: skip

@@ -23,6 +23,7 @@ from advsim.audits import (
     GaussianDPAudit,
     Guarantee,
     HeuristicFamilyAudit,
+    ScoreOrientationWarning,
     TradeoffAudit,
     audit,
     get_audit,
@@ -103,7 +104,7 @@ def test_result_states_its_guarantee_and_serialises(method, scores):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_split_and_same_are_labelled(method, scores):
-    split = run(method, scores)
+    split = run(method, scores, threshold_selection="split")
     assert split.guarantee.held_out and not split.optimistic
     assert split.extras["threshold_selection"] == "split" and split.extras["seed"] == 0
     if "same" not in AUDITS[method].threshold_selections:
@@ -155,7 +156,13 @@ def test_null_and_reversed_scores_give_zero(method, kind):
     # A sound audit returns > 0 here with probability <= 1 - confidence; these seeds are
     # fixed. The point estimate, where defined, is small.
     s = _null_scores(kind)
-    r = run(method, s)
+    if kind == "reversed":  # the audit says the scores look reversed, and reports 0
+        with pytest.warns(ScoreOrientationWarning, match="oriented the wrong way"):
+            r = run(method, s)
+        assert r.extras["reversed_eps_lower"] > 1.0 and "negate" in r.extras["orientation_note"]
+    else:
+        r = run(method, s)
+        assert "orientation_note" not in r.extras
     assert r.eps_lower == 0.0, (kind, r.eps_lower)
     if r.eps_point is not None:
         assert r.eps_point < (0.5 if method != "tradeoff" else 0.51), kind
@@ -163,7 +170,7 @@ def test_null_and_reversed_scores_give_zero(method, kind):
         # Choosing and counting on the same runs ignores the selection (optimistic): on
         # identical laws it can read a little above 0 (measured < 0.02 here), never on
         # reversed or constant scores, where no threshold has FNR < 1 - FPR.
-        r = run(method, s, threshold_selection="same")
+        r = run(method, s, threshold_selection="same", check_orientation=False)
         assert r.eps_lower < 0.05 and (kind == "identical" or r.eps_lower == 0.0), kind
 
 

@@ -25,8 +25,7 @@ import pytest
 import scipy.stats
 
 from advsim import Scores
-from advsim.audits import audit
-from advsim.audits._threshold import candidate_thresholds
+from advsim.audits import audit, candidate_thresholds
 
 DELTA = 1e-5
 CONFIDENCE = 0.9

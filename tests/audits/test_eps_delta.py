@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import advsim.bounds as bounds
 from advsim import Scores
 from advsim.audits import EpsDeltaAudit
-from advsim.audits._base import audit_at_threshold
 
 from ._helpers import (
     gaussian_scores,
@@ -39,7 +38,7 @@ def test_tight_at_a_fixed_test():
     # eps >= log((1 - delta - FNR) / FPR) = 4.7666. With 10^6 runs the Clopper-Pearson
     # bound sits within 3% below it (measured 4.698).
     s = gaussian_scores(2.0, 10**6, seed=1)
-    r = audit_at_threshold(EpsDeltaAudit(), s, 3.0, delta=DELTA)
+    r = EpsDeltaAudit().at_threshold(s, 3.0, delta=DELTA)
     fpr, fnr = scipy.stats.norm.sf(3.0), scipy.stats.norm.cdf(1.0)
     exact = math.log((1 - DELTA - fnr) / fpr)
     assert exact == pytest.approx(4.7666, abs=1e-4)
@@ -73,8 +72,7 @@ def test_equals_jax_privacy_at_explicit_thresholds():
     for tau in taus:
         for confidence in (0.95, 0.99, 0.6):
             for delta in (1e-5, 0.1):
-                ours = audit_at_threshold(
-                    EpsDeltaAudit(confidence=confidence), s, tau, delta=delta
+                ours = EpsDeltaAudit(confidence=confidence).at_threshold(s, tau, delta=delta
                 ).eps_lower
                 theirs = _jax_privacy_explicit(auditing, s, tau, confidence, delta)
                 assert ours == pytest.approx(float(theirs), rel=1e-12, abs=0.0)
@@ -92,7 +90,7 @@ def test_equals_jax_privacy_property(ins, outs, tau, confidence):
     auditing = pytest.importorskip("jax_privacy.auditing")
     s = Scores(np.array(ins, float), np.array(outs, float))
     for t in (tau, float(round(tau))):
-        ours = audit_at_threshold(EpsDeltaAudit(confidence=confidence), s, t, delta=DELTA)
+        ours = EpsDeltaAudit(confidence=confidence).at_threshold(s, t, delta=DELTA)
         theirs = _jax_privacy_explicit(auditing, s, t, confidence, DELTA)
         assert ours.eps_lower == pytest.approx(float(theirs), rel=1e-12, abs=0.0)
 
@@ -104,7 +102,7 @@ def test_split_audit_equals_a_naive_reimplementation():
     # on the choosing half, the largest of the two (eps, delta) inequalities solved for eps
     # (Kairouz et al., arXiv:1311.0776), then the bounds at (1 - c) / 2 on the counting
     # half. Only the candidate set comes from the library (test_threshold.py checks it).
-    from advsim.audits._threshold import candidate_thresholds
+    from advsim.audits import candidate_thresholds
 
     s = gaussian_scores(1.5, 3000, seed=11)
     c = 0.9
@@ -139,14 +137,17 @@ def test_split_audit_equals_a_naive_reimplementation():
 
 def test_audit_function_has_the_class_defaults():
     # `audit(scores, "eps_delta", ...)` is `EpsDeltaAudit()` with the documented defaults
-    # (confidence 0.95, split selection, seed 0, min_count 50): the same result, note
+    # (confidence 0.95, seed 0, min_count 50) and the split selection: the same result, note
     # included, on scores so separated that the point estimate has too few errors.
     from advsim.audits import audit
 
     s = Scores(np.arange(1000.0) + 2000.0, np.arange(1000.0))
-    a = audit(s, "eps_delta", delta=DELTA)
+    a = audit(s, "eps_delta", delta=DELTA, threshold_selection="split")
     b = EpsDeltaAudit()(s, delta=DELTA)
-    assert a.to_dict() == b.to_dict()
+    assert a.extras["strategy"] == "Split()"  # the one thing audit() adds: the strategy
+    assert {**a.to_dict(), "extras": {**a.extras, "strategy": None}} == {
+        **b.to_dict(), "extras": {**b.extras, "strategy": None}
+    }
     assert a.eps_point is None and "min_count = 50" in a.eps_point_note
     # to_dict holds the same numbers as plain Python values, and the result is immutable.
     d = a.to_dict()
@@ -160,11 +161,10 @@ def test_point_estimate_is_the_raw_rate_epsilon_at_the_threshold():
     # eps_point is the (eps, delta) inequality of the chosen test with its raw rates: on
     # Gaussian scores (mu = 2) it is close to the same inequality with the exact rates
     # FPR = Phi(-tau), FNR = Phi(tau - mu) (scipy) at a fixed threshold tau.
-    from advsim.audits._eps_delta import eps_delta_terms
+    from advsim.audits import eps_delta_terms
 
     tau = 1.0  # FPR = FNR = 0.159: ~16000 errors of each kind
-    r = audit_at_threshold(
-        EpsDeltaAudit(), gaussian_scores(2.0, 100_000, seed=12), tau, delta=DELTA
+    r = EpsDeltaAudit().at_threshold(gaussian_scores(2.0, 100_000, seed=12), tau, delta=DELTA
     )
     fpr, fnr = scipy.stats.norm.sf(tau), scipy.stats.norm.cdf(tau - 2.0)
     exact = max(math.log((1 - fnr - DELTA) / fpr), math.log((1 - fpr - DELTA) / fnr))
@@ -179,5 +179,5 @@ def test_no_signal_gives_a_point_estimate_of_zero():
     # inequalities give eps = log(1 - 2 delta) < 0: eps_point = 0 (an estimate, not None),
     # and eps_lower = 0.
     s = Scores(np.arange(1000.0), np.arange(1000.0))
-    r = audit_at_threshold(EpsDeltaAudit(), s, 500.0, delta=DELTA)
+    r = EpsDeltaAudit().at_threshold(s, 500.0, delta=DELTA)
     assert r.eps_lower == 0.0 and r.eps_point == 0.0

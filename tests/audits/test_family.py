@@ -10,7 +10,6 @@ import scipy.stats
 import advsim.bounds as bounds
 from advsim import Accounting, Scores
 from advsim.audits import AssumptionRejectedWarning, GaussianDPAudit, HeuristicFamilyAudit
-from advsim.audits._base import audit_at_threshold
 
 from ._helpers import every_step, family_scores
 
@@ -85,8 +84,8 @@ def test_full_batch_family_is_gdp():
     s = family_scores(steps, 1.0, 4.0, 10**4, seed=6)  # mu = 1
     acc = every_step(steps, 1.0, 4.0)
     tau = 2.5
-    fam = audit_at_threshold(HeuristicFamilyAudit(), s, tau, delta=DELTA, accounting=acc)
-    gdp = audit_at_threshold(GaussianDPAudit(), s, tau, delta=DELTA)
+    fam = HeuristicFamilyAudit().at_threshold(s, tau, delta=DELTA, accounting=acc)
+    gdp = GaussianDPAudit().at_threshold(s, tau, delta=DELTA)
     mu_lower = gdp.extras["mu_lower"]
     assert 0.8 < mu_lower < 1.0
     assert fam.extras["sigma_upper"] == pytest.approx(math.sqrt(steps) / mu_lower, rel=1e-8)
@@ -109,7 +108,7 @@ def test_no_sigma_excluded_gives_infinite_sigma_and_zero_eps():
     # so no sigma is excluded.
     s = family_scores(100, 0.1, 1.0, 20_000, seed=8)
     acc = every_step(100, 0.1, 1.0)
-    r = audit_at_threshold(HeuristicFamilyAudit(), s, 1e9, delta=DELTA, accounting=acc)
+    r = HeuristicFamilyAudit().at_threshold(s, 1e9, delta=DELTA, accounting=acc)
     assert r.fpr == 0.0 and r.fnr == 1.0
     assert r.extras["sigma_upper"] == math.inf and r.eps_lower == 0.0
 

@@ -6,7 +6,6 @@ import pytest
 
 import advsim.bounds as bounds
 from advsim.audits import AssumptionRejectedWarning, GaussianDPAudit
-from advsim.audits._base import audit_at_threshold
 
 from ._helpers import gaussian_scores, gdp_epsilon_oracle
 
@@ -49,7 +48,7 @@ def test_bound_at_fixed_threshold_matches_formula():
     import scipy.stats
 
     s = gaussian_scores(1.0, 10**4, seed=5)
-    r = audit_at_threshold(GaussianDPAudit(confidence=0.9), s, 0.5, delta=DELTA)
+    r = GaussianDPAudit(confidence=0.9).at_threshold(s, 0.5, delta=DELTA)
     mu = scipy.stats.norm.ppf(1 - r.fpr_upper) - scipy.stats.norm.ppf(r.fnr_upper)
     assert r.extras["mu_lower"] == pytest.approx(mu, rel=1e-12)
     assert r.eps_lower == pytest.approx(bounds.gdp_epsilon(DELTA, mu), rel=1e-12)
@@ -98,13 +97,13 @@ def test_point_estimate_needs_at_least_min_count_errors():
     from advsim import Scores
 
     s = Scores(np.arange(1000.0) + 900.0, np.arange(1000.0))
-    r = audit_at_threshold(GaussianDPAudit(), s, 950.0, delta=DELTA)
+    r = GaussianDPAudit().at_threshold(s, 950.0, delta=DELTA)
     assert (r.fpr, r.fnr) == (0.05, 0.05)
     assert r.eps_point is not None and r.eps_point > 0
     sep = Scores(np.arange(1000.0) + 2000.0, np.arange(1000.0))
-    r = audit_at_threshold(GaussianDPAudit(), sep, 1500.0, delta=DELTA)
+    r = GaussianDPAudit().at_threshold(sep, 1500.0, delta=DELTA)
     assert r.eps_point is None and r.eps_point_note
     # No signal and no false positive (eps_lower = 0): still no estimate, not a 0.
     same = Scores(np.zeros(1000), np.zeros(1000))
-    r = audit_at_threshold(GaussianDPAudit(), same, 1.0, delta=DELTA)
+    r = GaussianDPAudit().at_threshold(same, 1.0, delta=DELTA)
     assert r.eps_lower == 0.0 and r.eps_point is None and r.eps_point_note

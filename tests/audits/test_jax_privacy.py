@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from advsim import Scores
-from advsim.audits import audit
+from advsim.audits import audit, split_halves
 from advsim.audits import jax_privacy as jp
-from advsim.audits._threshold import split_halves
 
 DELTA = 1e-5
 # jax_privacy finds the one-run epsilons with Brent's method at xtol=1e-6 (advsim's at

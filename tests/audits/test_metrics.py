@@ -26,7 +26,6 @@ from advsim.audits import (
     eps_from_counts,
     tpr_at_fpr,
 )
-from advsim.audits._base import audit_at_threshold
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
@@ -198,7 +197,7 @@ def test_eps_from_counts_at_delta_zero_is_the_pure_dp_bound():
     assert m.value == pytest.approx(math.log((1 - p) / p), rel=1e-12)
     assert m.details["delta"] == 0.0
     s = Scores(np.linspace(1.0, 2.0, 50), np.linspace(-2.0, -1.0, 50))
-    r = audit_at_threshold(EpsDeltaAudit(), s, 0.0, delta=0.0)
+    r = EpsDeltaAudit().at_threshold(s, 0.0, delta=0.0)
     assert m.value == pytest.approx(r.eps_lower, rel=1e-12)
 
 
@@ -222,7 +221,7 @@ def test_eps_from_counts_agrees_with_eps_delta_audit_at_the_threshold(tau, confi
     fp = int(np.count_nonzero(s.canary_out >= tau))
     fn = int(np.count_nonzero(s.canary_in < tau))
     m = eps_from_counts(s.n_in - fn, fp, s.n_out - fp, fn, DELTA, confidence)
-    r = audit_at_threshold(EpsDeltaAudit(confidence=confidence), s, tau, delta=DELTA)
+    r = EpsDeltaAudit(confidence=confidence).at_threshold(s, tau, delta=DELTA)
     assert m.value == pytest.approx(r.eps_lower, rel=1e-12, abs=1e-15)
     assert m.details["fpr_upper"] == r.fpr_upper and m.details["fnr_upper"] == r.fnr_upper
     public = audit(

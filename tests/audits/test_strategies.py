@@ -14,7 +14,6 @@ import scipy.stats
 import advsim.bounds as bounds
 from advsim import Scores
 from advsim.audits import EpsDeltaAudit, audit
-from advsim.audits._base import audit_at_threshold
 
 DELTA = 1e-5
 
@@ -85,21 +84,41 @@ def test_sound_on_gaussian_scores(sel):
     assert 0 < r.eps_lower <= bounds.gdp_epsilon(DELTA, 2.0)
 
 
-def test_threshold_selections_come_from_the_registry_and_the_strategies():
-    """Every audit's own selections, then every strategy, each with the options of `audit`
-    it takes (read off the strategy's signature)."""
-    from advsim.audits import AUDITS, THRESHOLD_SELECTIONS
-    from advsim.audits._strategy_registry import STRATEGIES
+def test_threshold_selections_are_the_strategies_aliases():
+    """Every alias, the default first, each with the options of `audit` it takes, and the
+    strategy value it stands for."""
+    from advsim.audits import (
+        DEFAULT_THRESHOLD_SELECTION,
+        THRESHOLD_SELECTIONS,
+        Bonferroni,
+        BySampleSize,
+        Explicit,
+        MultiSplit,
+        ProjectedSplit,
+        RankSplit,
+        Same,
+        Split,
+        as_threshold_strategy,
+    )
 
-    own = {s for cls in AUDITS.values() for s in cls.threshold_selections}
-    names = tuple(THRESHOLD_SELECTIONS)
-    assert set(names[: len(own)]) == own and names[len(own) :] == STRATEGIES
+    assert list(THRESHOLD_SELECTIONS)[0] == DEFAULT_THRESHOLD_SELECTION == "by_sample_size"
     assert THRESHOLD_SELECTIONS["projected_split"] == ("selection_fraction",)
     assert THRESHOLD_SELECTIONS["rank_split"] == ("selection_fraction",)
     assert THRESHOLD_SELECTIONS["multi_split"] == ("num_splits",)
     assert THRESHOLD_SELECTIONS["explicit"] == ("threshold",)
     options = {o for opts in THRESHOLD_SELECTIONS.values() for o in opts}
     assert options <= set(inspect.signature(audit).parameters)
+    assert as_threshold_strategy("by_sample_size") == BySampleSize()
+    assert as_threshold_strategy("split") == Split(0.5)
+    assert as_threshold_strategy("same") == Same()
+    assert as_threshold_strategy("explicit", threshold=1.5) == Explicit(1.5)
+    assert as_threshold_strategy("multi_split", num_splits=3) == MultiSplit(3)
+    assert as_threshold_strategy("projected_split", selection_fraction=0.3) == ProjectedSplit(0.3)
+    assert as_threshold_strategy("rank_split") == RankSplit(0.1)
+    assert as_threshold_strategy("bonferroni") == Bonferroni()
+    for alias in THRESHOLD_SELECTIONS:
+        if alias != "explicit":
+            assert as_threshold_strategy(alias).label() == alias
 
 
 def test_selection_fraction_reaches_projected_split():
@@ -115,7 +134,7 @@ def test_selection_fraction_reaches_projected_split():
 def test_explicit_matches_audit_at_threshold():
     s = _gaussian(1.0, 3000, 4)
     a = audit(s, "gdp", delta=DELTA, threshold_selection="explicit", threshold=1.5)
-    b = audit_at_threshold(EpsDeltaAudit(), s, 1.5, delta=DELTA)
+    b = EpsDeltaAudit().at_threshold(s, 1.5, delta=DELTA)
     assert a.threshold == b.threshold == 1.5 and a.n_in == b.n_in == 3000
 
 

@@ -550,12 +550,12 @@ def test_mutant_audit_scaled_up_is_caught(monkeypatch):
     # eps_delta's eps_lower 5% too high: the audits of `audit_cases()` now exceed the
     # truth (measured: 12 of 12 per rule, 5 allowed); the score sets are those of the test
     # above, when it ran first.
-    bound = EpsDeltaAudit._bound
+    bound = EpsDeltaAudit.bound
 
     def inflated(self, *args, **kwargs):
         eps, extras = bound(self, *args, **kwargs)
         return 1.05 * eps, extras
 
-    monkeypatch.setattr(EpsDeltaAudit, "_bound", inflated)
+    monkeypatch.setattr(EpsDeltaAudit, "bound", inflated)
     with pytest.raises(AssertionError, match="exceeded the exact epsilon in"):
         check_audits(audit_failures(audit_cases()))

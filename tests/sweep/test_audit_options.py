@@ -24,15 +24,20 @@ def _ids(config) -> list[str]:
     return [c.cell_id for c in config.cells()]
 
 
-def test_a_config_without_them_keeps_its_cell_ids():
+@pytest.mark.parametrize("selection", [None, "split"])
+def test_a_config_without_them_keeps_its_cell_ids(selection):
     """The id is 16 hex digits of SHA-256 over the canonical JSON of mode, mechanism,
     adversary, parameters and seed; recomputed here with the parameters a cell had before
-    the audit options existed: nothing was added to them."""
-    config = parse_config(_config())
+    the audit options existed: nothing was added to them. The default strategy is
+    "by_sample_size" (it was "split", docs/changelog.md): a config that sets
+    threshold_selection = "split" has the cells, and ids, of a config written before."""
+    given = {} if selection is None else {"threshold_selection": selection}
+    config = parse_config(_config(**given))
     for cell, q in zip(config.cells(), (0.5, 0.25), strict=True):
         params = {
             "confidence": 0.95, "delta": 1e-3, "method": "family", "noise_multiplier": 1.0,
-            "steps": 2, "threshold_selection": "split", "trials": 200, "sampling_prob": q,
+            "steps": 2, "threshold_selection": selection or "by_sample_size", "trials": 200,
+            "sampling_prob": q,
         }  # fmt: skip
         ident = {
             "mode": "audit",
@@ -45,6 +50,8 @@ def test_a_config_without_them_keeps_its_cell_ids():
         assert cell.cell_id == hashlib.sha256(text.encode()).hexdigest()[:16]
         assert cell.params == params
     # Set to their defaults they are the same config: same identity, same cells.
+    if selection is not None:
+        return
     same = parse_config(_config(sides="two", min_count=50))
     assert same.identity() == config.identity() and _ids(same) == _ids(config)
 
