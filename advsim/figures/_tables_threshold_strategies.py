@@ -23,14 +23,18 @@ beside the best median of all of jax_privacy's, their ratio with a 95% bootstrap
 advsim's is at least jax_privacy's, and, where advsim is behind, why; then the two
 defaults: advsim's (`audit`'s `"by_sample_size"`) against jax_privacy's
 (`epsilon_clopper_pearson(significance, delta)`: `Bonferroni()`, one-sided),
-`default_ratio`. The limit is the oracle: the eps_delta bound of one threshold fixed in
-advance at the true optimum (where the bound at the pair's expected counts, read off its
-exact laws, `exact_rates`, is largest), counted on all runs at level (1 - c) / 2 per
-rate, at the same confidence. A held-out strategy counts fewer runs and places its test
-from data, so its median cannot beat it beyond the noise; each strategy's median over the
-oracle's is `*_over_oracle` (`over_oracle` in `threshold_strategies`, not printed, with
-every strategy's median). The median number of hull thresholds jax_privacy's Bonferroni()
-takes the best of on the same runs is `jax_hull_thresholds`.
+`default_ratio`. The limit is the oracle (`advsim.figures._threshold_oracle`): the
+eps_delta bound of one test fixed in advance at the true optimum (a threshold value, or a
+rank of either world's scores, whichever has the larger median: the value at the pair's
+expected counts from its exact laws, `exact_rates`, the rank on 200 score sets drawn from
+the laws apart from the audited ones; `oracle_test` names it), counted on all runs at
+level (1 - c) / 2 per rate, at the same confidence. A held-out strategy counts fewer runs
+and places its test from data, so its median should not beat it beyond the noise; each
+strategy's median over the oracle's is `*_over_oracle` (`over_oracle` in
+`threshold_strategies`, not printed, with every strategy's median). jax_privacy's best
+held-out strategy (`Split`, `MultiSplit`) is `jax_held_out_strategy`, with advsim's best
+over it, `held_out_ratio`. The median number of hull thresholds jax_privacy's
+Bonferroni() takes the best of on the same runs is `jax_hull_thresholds`.
 
 The `threshold_calibration` table repeats strategies `params.calibration.repeats` times on
 the Laplace pair (`laplace`: Laplace(shift, 1) vs Laplace(0, 1), exact eps(delta) =
@@ -64,12 +68,10 @@ from advsim.audits import (
     DEFAULT_THRESHOLD_SELECTION,
     THRESHOLD_SELECTIONS,
     AssumptionRejectedWarning,
-    Explicit,
     audit,
-    clopper_pearson_upper,
-    eps_delta_terms,
 )
 from advsim.bounds import gdp_epsilon
+from advsim.figures._threshold_oracle import oracle_eps, oracle_tests
 
 __all__ = [
     "FAMILIES",
@@ -195,46 +197,6 @@ def _family_exact(family: str, delta: float) -> tuple:
     return value, float(error), kind
 
 
-#: The oracle's candidate thresholds on the continuous families: this many points on
-#: [-20, 20] (spacing 2e-4), where both worlds' exact tail rates are read.
-_ORACLE_POINTS = 200_001
-
-
-def exact_rates(family: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`(taus, fpr, fnr)`: the test "in" iff score >= tau at candidate thresholds, with its
-    exact rates from the pair's laws: FPR = P_out(score >= tau), FNR = P_in(score < tau)
-    (scipy's CDFs; for the Binomial pair, the 22 thresholds 0, ..., 21)."""
-    if family == "binomial":
-        k = np.arange(22.0)
-        return k, scipy.stats.binom.sf(k - 1, 20, 0.5), scipy.stats.binom.cdf(k - 1, 20, 0.6)
-    t = np.linspace(-20.0, 20.0, _ORACLE_POINTS)
-    norm, lap, st = scipy.stats.norm, scipy.stats.laplace, scipy.stats.t
-    laws = {
-        "gaussian_strong": (norm.cdf(t - 2.0), norm.sf(t)),
-        "gaussian_weak": (norm.cdf(t - 0.5), norm.sf(t)),
-        "laplace": (lap.cdf(t - LAPLACE_SHIFT), lap.sf(t)),
-        "mixture": (0.9 * norm.cdf(t) + 0.1 * norm.cdf(t - 4.0), norm.sf(t)),
-        "student_t": (st.cdf(t - 2.0, 3), st.sf(t, 3)),
-    }
-    if family not in laws:
-        raise ValueError(f"unknown family {family!r}; the families: {', '.join(FAMILIES)}")
-    fnr, fpr = laws[family]
-    return t, fpr, fnr
-
-
-def _oracle_threshold(family: str, n: int, delta: float, confidence: float) -> float:
-    """The threshold whose eps_delta bound, at the pair's expected counts among n runs per
-    world (its exact rates, `exact_rates`, times n) and level (1 - c) / 2 per rate, is
-    largest: one test placed in advance where the pair's laws say it is best."""
-    taus, fpr, fnr = exact_rates(family)
-    alpha = (1.0 - confidence) / 2.0
-    fp_n = np.rint(fpr * n).astype(np.int64)
-    fn_n = np.rint(fnr * n).astype(np.int64)
-    terms = eps_delta_terms(clopper_pearson_upper(fp_n, n, alpha),
-                            clopper_pearson_upper(fn_n, n, alpha), delta)  # fmt: skip
-    return float(taus[int(np.argmax(np.maximum(*terms)))])
-
-
 def _jax_privacy():
     try:
         from jax_privacy import auditing
@@ -326,27 +288,31 @@ def _why(row: dict) -> str:
 def _row(family: str, n: int, p: dict, auditing) -> dict:
     start = time.perf_counter()
     delta, c = p["delta"], p["confidence"]
-    tau = _oracle_threshold(family, n, delta, c)
+    tests = oracle_tests(family, n, delta, c, sample_scores)
     values: dict[str, list] = {}
     meta: dict[str, tuple] = {}
-    oracle = []
+    oracle = {kind: [] for kind in tests}
     for seed in range(p["seeds"]):
         scores = sample_scores(family, n, seed)
         for name, (eps, held_out, label) in _one_set(scores, seed, p, auditing).items():
             values.setdefault(name, []).append(-1.0 if eps is None else float(eps))
             meta[name] = (held_out, label)
-        r = audit(scores, "eps_delta", delta=delta, confidence=c,
-                  threshold_selection=Explicit(tau, chosen_in_advance=True))  # fmt: skip
-        oracle.append(float(r.eps_lower))
+        for kind, test in tests.items():
+            oracle[kind].append(oracle_eps(test, scores, delta, c))
     hull = float(np.median(values.pop("hull_thresholds")))
     meta.pop("hull_thresholds")
     medians = {name: float(np.median(v)) for name, v in values.items()}
     ours = {k: v for k, v in medians.items() if k.startswith("advsim:") and meta[k][0]}
     theirs = {k: v for k, v in medians.items() if k.startswith("jax_privacy:")}
     a, j = max(ours, key=ours.get), max(theirs, key=theirs.get)
+    held = {k: v for k, v in theirs.items() if meta[k][0]}
+    h = max(held, key=held.get)
     ours_default = f"advsim:{DEFAULT_THRESHOLD_SELECTION}"
     theirs_default = f"jax_privacy:{JAX_DEFAULT}"
-    oracle_median = float(np.median(oracle))
+    oracle_medians = {kind: float(np.median(v)) for kind, v in oracle.items()}
+    best_kind = max(oracle_medians, key=oracle_medians.get)
+    oracle_median = oracle_medians[best_kind]
+    test = tests[best_kind]
 
     def over_oracle(value: float) -> float:
         return value / oracle_median if oracle_median > 0 else math.inf
@@ -359,7 +325,8 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
         jax_strategy=j.split(":", 1)[1], jax_held_out=meta[j][0],
         jax_median_eps_lower=theirs[j], jax_median_guarantee=meta[j][1],
         ratio=ours[a] / theirs[j] if theirs[j] > 0 else math.inf,
-        jax_hull_thresholds=hull, oracle_threshold=tau,
+        jax_hull_thresholds=hull, oracle_test=f"{test[0]} {test[1]:g}",
+        oracle_value_median=oracle_medians["value"], oracle_rank_median=oracle_medians["rank"],
         oracle_median_eps_lower=oracle_median,
         oracle_median_guarantee="oracle (not an audit)",
         default_median_eps_lower=medians[ours_default],
@@ -369,6 +336,10 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
         default_ratio=(medians[ours_default] / medians[theirs_default]
                        if medians[theirs_default] > 0 else math.inf),
         default_over_oracle=over_oracle(medians[ours_default]),
+        jax_held_out_strategy=h.split(":", 1)[1],
+        jax_held_out_median_eps_lower=held[h],
+        jax_held_out_median_guarantee=meta[h][1],
+        held_out_ratio=ours[a] / held[h] if held[h] > 0 else math.inf,
         advsim_over_oracle=over_oracle(ours[a]),
         jax_over_oracle=over_oracle(theirs[j]),
     )  # fmt: skip
