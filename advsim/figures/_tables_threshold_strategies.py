@@ -246,17 +246,23 @@ def _one_set(scores: Scores, seed: int, p: dict, auditing) -> dict:
 
 
 def _paired(row: dict, strategies: list) -> None:
-    """Adds the paired comparison of the two best strategies over the score sets: in how
-    many advsim's is at least jax_privacy's, and a 95% bootstrap interval (2000 resamples
-    of the score sets, both strategies resampled together) for the ratio of medians."""
+    """Adds the paired comparisons over the score sets, of the two best strategies and of
+    the two defaults: on how many sets advsim's is at least jax_privacy's, and a 95%
+    bootstrap interval (2000 resamples of the score sets, both strategies resampled
+    together) for the ratio of medians."""
     values = {(r["library"], r["strategy"]): np.asarray(r["values"]) for r in strategies}
-    ours = values[("advsim", row["advsim_strategy"])]
-    theirs = values[("jax_privacy", row["jax_strategy"])]
-    row["advsim_ahead_in"] = f"{int(np.sum(ours >= theirs))}/{ours.size}"
-    idx = np.random.default_rng(0).integers(0, ours.size, (2000, ours.size))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.median(ours[idx], axis=1) / np.median(theirs[idx], axis=1)
-    row["ratio_low"], row["ratio_high"] = (float(q) for q in np.quantile(ratios, [0.025, 0.975]))
+    pairs = {
+        "": (row["advsim_strategy"], row["jax_strategy"]),
+        "default_": (DEFAULT_THRESHOLD_SELECTION, JAX_DEFAULT),
+    }
+    for prefix, (a, j) in pairs.items():
+        ours, theirs = values[("advsim", a)], values[("jax_privacy", j)]
+        row[f"{prefix}advsim_ahead_in"] = f"{int(np.sum(ours >= theirs))}/{ours.size}"
+        idx = np.random.default_rng(0).integers(0, ours.size, (2000, ours.size))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.median(ours[idx], axis=1) / np.median(theirs[idx], axis=1)
+        low, high = (float(q) for q in np.quantile(ratios, [0.025, 0.975]))
+        row[f"{prefix}ratio_low"], row[f"{prefix}ratio_high"] = low, high
 
 
 def _why(row: dict) -> str:
