@@ -105,6 +105,16 @@ from ._one_run_fdp import (
     one_run_fdp_audit,
     one_run_gdp_mu,
 )
+from ._one_run_order import (
+    OrderAuditResult,
+    ScoreProfile,
+    expected_mistakes,
+    gaussian_channel,
+    one_run_order_audit,
+    one_run_order_epsilon,
+    order_tail_probability,
+    subsampled_gaussian_channel,
+)
 from ._result import AuditResult
 from ._strategy_values import (
     Bonferroni,
@@ -151,6 +161,7 @@ __all__ = [
     "MetricEstimate",
     "MultiSplit",
     "OneRunResult",
+    "OrderAuditResult",
     "PAPER_EPS_GRID",
     "ProjectedSplit",
     "RankSplit",
@@ -158,6 +169,7 @@ __all__ = [
     "STATEMENTS",
     "Same",
     "ScoreOrientationWarning",
+    "ScoreProfile",
     "Split",
     "THRESHOLD_SELECTIONS",
     "TestPlan",
@@ -184,8 +196,10 @@ __all__ = [
     "draw_seed",
     "eps_delta_terms",
     "eps_from_counts",
+    "expected_mistakes",
     "fdp_one_run_margin",
     "fixed_tests",
+    "gaussian_channel",
     "gdp_one_run_rejects",
     "get_audit",
     "observed_tradeoff",
@@ -194,10 +208,14 @@ __all__ = [
     "one_run_fdp_audit",
     "one_run_gdp_mu",
     "one_run_guesses",
+    "one_run_order_audit",
+    "one_run_order_epsilon",
     "one_run_p_value",
+    "order_tail_probability",
     "plan_tests",
     "posterior_eps_cdf",
     "split_halves",
+    "subsampled_gaussian_channel",
     "tpr_at_fpr",
     "tradeoff_audit",
 ]
