@@ -112,7 +112,8 @@ def bootstrap_interval(
         confidence: the nominal level c, in (0, 1).
         num_resamples: number of bootstrap resamples, >= 2.
         seed: seed (>= 0) of the resampling (`np.random.SeedSequence(seed)`).
-        **metric_kwargs: passed to `metric` (e.g. `fpr=` for `tpr_at_fpr`).
+        **metric_kwargs: passed to `metric` (e.g. `fpr=` for `tpr_at_fpr`, `interpolation=`
+            for the three score metrics, also on the vectorised path).
 
     Returns:
         A `MetricEstimate` (a tuple of them when `metric` returns a tuple, e.g.
@@ -167,6 +168,7 @@ def bootstrap_interval(
                 "seed": seed,
                 "resampling": "each world independently, with replacement",
             },
+            definition=m.definition,
         )
         for i, m in enumerate(observed)
     )

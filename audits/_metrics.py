@@ -6,7 +6,9 @@ Each is computed here from two score arrays, `in_scores` (runs with the canary) 
 with what it certifies (`Metric.certifies`), as every number in advsim:
 
 - `tpr_at_fpr`, `auroc`, `balanced_accuracy`: empirical values on these runs. They are
-  estimates of the population quantities, not bounds.
+  estimates of the population quantities, not bounds. Each reads the ROC curve one of
+  two ways (`interpolation`, recorded in `Metric.definition`): `"empirical"` (default,
+  sklearn's) or `"hull"` (jax_privacy's, below).
 - `eps_from_counts`: the (eps, delta) lower bound of one threshold test from its raw
   counts, with Clopper-Pearson intervals (the bound of `EpsDeltaAudit` at a fixed
   threshold); an assumption-free bound at confidence c when the threshold was fixed
@@ -20,7 +22,16 @@ are all on the "in" side, so tied scores move together: the achievable operating
 are the vertices of the empirical ROC curve, one per distinct score (tau at that score)
 plus the test above every score (FPR = TPR = 0). These are exactly the points of
 `sklearn.metrics.roc_curve(..., drop_intermediate=False)`, with no interpolation
-between them (a randomised test could reach the segments between them; none is used).
+between them: `interpolation="empirical"`, the default.
+
+`interpolation="hull"` admits randomised tests instead: "in" iff `score >= tau_1`, and
+for scores in `[tau_2, tau_1)` "in" with probability p. They reach the segments between
+the vertices, and the best of them the upper convex hull of the ROC points
+(`audits._roc_hull`). This is jax_privacy's definition (`CanaryScoreAuditor`, whose
+`tpr_at_given_fpr`, `attack_auroc` and `max_accuracy` read the hull): TPR at FPR and
+AUROC are then never smaller, and larger where the empirical curve is not concave
+(by 0.2 and 0.0625 on `tpr_at_fpr`'s four-and-four example at FPR 0.1); the best balanced
+accuracy is the same number under both.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from advsim.validation import check_delta, check_in_interval
 from ._bayes import _counts
 from ._eps_delta import eps_delta_terms
 from ._result import _plain
+from ._roc_hull import check_interpolation, definition, hull_area2, hull_tpr, roc_hull
 from ._threshold import _check_real_scores, clopper_pearson_upper
 
 __all__ = [
@@ -64,6 +76,9 @@ class Metric:
             and the condition under which it is a bound.
         details: how it was computed: sizes, the operating point (threshold, rates), the
             parameters (target FPR, delta, confidence).
+        definition: for the score metrics, which reading of the ROC curve `value`
+            follows: `"empirical: ..."` or `"hull: ..."` (their `interpolation`, then a
+            sentence); None for `eps_from_counts`, which has one definition.
 
     Example:
         >>> from advsim.audits import auroc
@@ -72,12 +87,15 @@ class Metric:
         ('auroc', 0.875, 'empirical value on these runs: an estimate, not a bound')
         >>> m.to_dict()["details"]
         {'n_in': 2, 'n_out': 2, 'mann_whitney_u': 3.5}
+        >>> m.definition.split(":")[0], auroc([2.0, 3.0], [1.0, 2.0], interpolation="hull").value
+        ('empirical', 0.875)
     """
 
     name: str
     value: float
     certifies: str
     details: dict = dataclasses.field(default_factory=dict)
+    definition: str | None = None
 
     def __post_init__(self):
         value = float(self.value)
@@ -113,6 +131,7 @@ class MetricEstimate:
         certifies: `"estimate: ..."`, saying that the interval is approximate, not a bound.
         details: the observed metric's details, `num_resamples`, `seed` and how the runs
             were resampled.
+        definition: the observed metric's `definition` (`Metric.definition`).
 
     Example:
         >>> from advsim.audits import MetricEstimate
@@ -132,6 +151,7 @@ class MetricEstimate:
         "coverage is not guaranteed"
     )
     details: dict = dataclasses.field(default_factory=dict)
+    definition: str | None = None
 
     def __post_init__(self):
         for field in ("value", "low", "high", "confidence"):
@@ -221,17 +241,34 @@ def _best_tpr_index(tp: np.ndarray, fp: np.ndarray, n_out: int, targets: np.ndar
     return np.stack([np.sum(fpr > target, axis=1) for target in targets], axis=1)
 
 
-def _auroc_batch(hin, hout, n_in, n_out) -> np.ndarray:
+def _hull(hin: np.ndarray, hout: np.ndarray) -> tuple:
+    """`(tp, fp, keep, prev)`: `_tp_fp` and the ROC convex hull of each row
+    (`audits._roc_hull.roc_hull`); a score absent from a row is no point of its own."""
+    tp, fp = _tp_fp(hin, hout)
+    present = np.concatenate([(hin + hout) > 0, np.ones((hin.shape[0], 1), dtype=bool)], axis=1)
+    return (tp, fp, *roc_hull(tp, fp, present))
+
+
+# The batched metrics (for `bootstrap_interval`) take the metric's keywords, `interpolation`
+# among them.
+
+
+def _auroc_batch(hin, hout, n_in, n_out, interpolation="empirical") -> np.ndarray:
+    if check_interpolation(interpolation) == "hull":
+        return (hull_area2(*_hull(hin, hout)) / (2.0 * n_in * n_out))[:, None]
     return (_u_statistic(hin, hout) / (2.0 * n_in * n_out))[:, None]
 
 
-def _tpr_batch(hin, hout, n_in, n_out, fpr) -> np.ndarray:
+def _tpr_batch(hin, hout, n_in, n_out, fpr, interpolation="empirical") -> np.ndarray:
     targets, _ = _check_targets(fpr)
+    if check_interpolation(interpolation) == "hull":
+        return hull_tpr(*_hull(hin, hout), n_in, n_out, targets)[0]
     tp, fp = _tp_fp(hin, hout)
     return np.take_along_axis(tp, _best_tpr_index(tp, fp, n_out, targets), axis=1) / n_in
 
 
-def _balanced_batch(hin, hout, n_in, n_out) -> np.ndarray:
+def _balanced_batch(hin, hout, n_in, n_out, interpolation="empirical") -> np.ndarray:
+    check_interpolation(interpolation)  # one number under both (`balanced_accuracy`)
     tp, fp = _tp_fp(hin, hout)
     return np.max(0.5 * (tp / n_in + (n_out - fp) / n_out), axis=1)[:, None]
 
@@ -244,7 +281,9 @@ def _threshold(values: np.ndarray, k: int) -> float:
 # --- the metrics --------------------------------------------------------------------------
 
 
-def tpr_at_fpr(in_scores, out_scores, fpr) -> Metric | tuple[Metric, ...]:
+def tpr_at_fpr(
+    in_scores, out_scores, fpr, *, interpolation: str = "empirical"
+) -> Metric | tuple[Metric, ...]:
     """The TPR of the best threshold test whose empirical FPR is at most `fpr`.
 
     The metric Carlini et al. argue membership inference should be judged by ("Membership
@@ -258,20 +297,30 @@ def tpr_at_fpr(in_scores, out_scores, fpr) -> Metric | tuple[Metric, ...]:
     always qualifies, so the value is 0 when no other does. No randomised test: tied
     scores are on one side of every tau.
 
+    With `interpolation="hull"`, randomised tests too (jax_privacy's
+    `CanaryScoreAuditor.tpr_at_given_fpr`): the upper convex hull of the ROC points at
+    FPR `fpr`, linear between its two vertices around the target, reached by the test
+    mixing their thresholds; at least the empirical value.
+
     Args:
         in_scores: scores of the runs with the canary (1-D, at least one, finite).
         out_scores: scores of the runs without it (1-D, at least one, finite).
         fpr: the target false-positive rate in [0, 1], or a sequence of them.
+        interpolation: `"empirical"` (default) or `"hull"`, keyword only.
 
     Returns:
         A `Metric` named `"tpr_at_fpr"` (a tuple of them, one per target, for a sequence)
         with `details`: `fpr_target`, the operating point's `fpr` (achieved, `<=
-        fpr_target`), `threshold` (the largest tau reaching that TPR), `n_in`, `n_out`.
-        It is an empirical value, not a bound: at targets below a few out of `n_out` it
-        rests on a handful of runs.
+        fpr_target`), `threshold` (the largest tau reaching that TPR), `n_in`, `n_out`;
+        under `"hull"`, `fpr` is the target, and the randomised test says "in" iff
+        `score >= threshold`, or with probability `p_next` if `threshold_next <= score <
+        threshold` (two hull vertices). Its `definition` names the interpolation. It is
+        an empirical value, not a bound: at targets below a few out of `n_out` it rests
+        on a handful of runs.
 
     Raises:
-        ValueError: a target outside [0, 1], an empty world, scores not 1-D.
+        ValueError: a target outside [0, 1], an unknown `interpolation`, an empty world,
+            scores not 1-D.
         NonFiniteScoresError: a score is NaN or inf.
 
     Example:
@@ -282,11 +331,38 @@ def tpr_at_fpr(in_scores, out_scores, fpr) -> Metric | tuple[Metric, ...]:
         (0.75, 1.5, 0.25)
         >>> [t.value for t in tpr_at_fpr(cin, cout, [0.0, 0.5])]  # tau above 2.0; 0.5
         [0.25, 1.0]
+        >>> h = tpr_at_fpr(cin, cout, 0.1, interpolation="hull")  # hull (0, 1/4)-(1/4, 3/4)
+        >>> h.value, h.details["threshold"], h.details["threshold_next"], h.details["p_next"]
+        (0.45, 3.0, 1.5, 0.4)
     """
+    interpolation = check_interpolation(interpolation)
+    label = definition("tpr_at_fpr", interpolation)
     cin, cout = _check_scores(in_scores, out_scores)
     targets, scalar = _check_targets(fpr)
     values, pin, pout = _positions(cin, cout)
-    tp, fp = _tp_fp(_histograms(pin, values.size), _histograms(pout, values.size))
+    hin, hout = _histograms(pin, values.size), _histograms(pout, values.size)
+    if interpolation == "hull":
+        tprs, lo, hi, p = (a[0] for a in hull_tpr(*_hull(hin, hout), cin.size, cout.size, targets))
+        out = [
+            Metric(
+                "tpr_at_fpr",
+                tprs[j],
+                _EMPIRICAL,
+                {
+                    "fpr_target": float(target),
+                    "fpr": float(target),
+                    "threshold": _threshold(values, int(lo[j])),
+                    "threshold_next": _threshold(values, int(hi[j])),
+                    "p_next": float(p[j]),
+                    "n_in": cin.size,
+                    "n_out": cout.size,
+                },
+                label,
+            )
+            for j, target in enumerate(targets)
+        ]
+        return out[0] if scalar else tuple(out)
+    tp, fp = _tp_fp(hin, hout)
     first = _best_tpr_index(tp, fp, cout.size, targets)[0]
     out = []
     for target, k in zip(targets, first, strict=True):
@@ -305,12 +381,13 @@ def tpr_at_fpr(in_scores, out_scores, fpr) -> Metric | tuple[Metric, ...]:
                     "n_in": cin.size,
                     "n_out": cout.size,
                 },
+                label,
             )
         )
     return out[0] if scalar else tuple(out)
 
 
-def auroc(in_scores, out_scores) -> Metric:
+def auroc(in_scores, out_scores, *, interpolation: str = "empirical") -> Metric:
     """The area under the empirical ROC curve, ties counted 1/2.
 
     The Mann-Whitney U statistic over `n_in * n_out` (Mann & Whitney 1947; Bamber 1975;
@@ -323,35 +400,55 @@ def auroc(in_scores, out_scores) -> Metric:
     (`sklearn.metrics.roc_auc_score`) and `scipy.stats.mannwhitneyu(in, out).statistic /
     (n_in n_out)`; U is computed exactly in integers, in O(n log n).
 
+    With `interpolation="hull"`, the area under the upper convex hull of the ROC points
+    instead (jax_privacy's `CanaryScoreAuditor.attack_auroc`), the curve of the best
+    randomised tests: at least the empirical area and at least 1/2 (the diagonal), equal
+    where the empirical curve is concave; exact in integers too. It is biased upwards: by
+    about 0.06 on average for two identical N(0, 1) worlds of 100 runs (0.02 at 1000).
+
     Args:
         in_scores: scores of the runs with the canary (1-D, at least one, finite).
         out_scores: scores of the runs without it (1-D, at least one, finite).
+        interpolation: `"empirical"` (default) or `"hull"`, keyword only.
 
     Returns:
         A `Metric` named `"auroc"`, in [0, 1], with `details`: `n_in`, `n_out` and
-        `mann_whitney_u` (U of the in-scores). An empirical value, not a bound.
+        `mann_whitney_u` (U of the in-scores), under `"hull"` `hull_vertices` instead
+        (the ROC points on the hull, (0, 0) and (1, 1) included); its `definition`
+        names the interpolation. An empirical value, not a bound.
 
     Raises:
-        ValueError: an empty world, scores not 1-D.
+        ValueError: an unknown `interpolation`, an empty world, scores not 1-D.
         NonFiniteScoresError: a score is NaN or inf.
 
     Example:
         >>> from advsim.audits import auroc
         >>> auroc([3.0, 2.0, 1.0], [2.0, 0.0]).value  # (2 + 1.5 + 1) / 6
         0.75
+        >>> auroc([3.0, 2.0, 1.0], [2.0, 0.0], interpolation="hull").value  # (1/3 + 1) / 4 + 1/2
+        0.8333333333333334
     """
+    interpolation = check_interpolation(interpolation)
     cin, cout = _check_scores(in_scores, out_scores)
     values, pin, pout = _positions(cin, cout)
-    u2 = int(_u_statistic(_histograms(pin, values.size), _histograms(pout, values.size))[0])
+    hin, hout = _histograms(pin, values.size), _histograms(pout, values.size)
+    sizes = {"n_in": cin.size, "n_out": cout.size}
+    if interpolation == "hull":
+        tp, fp, keep, prev = _hull(hin, hout)
+        area2, details = int(hull_area2(tp, fp, keep, prev)[0]), {"hull_vertices": int(keep.sum())}
+    else:
+        area2 = int(_u_statistic(hin, hout)[0])
+        details = {"mann_whitney_u": area2 / 2.0}
     return Metric(
         "auroc",
-        u2 / (2.0 * cin.size * cout.size),
+        area2 / (2.0 * cin.size * cout.size),
         _EMPIRICAL,
-        {"n_in": cin.size, "n_out": cout.size, "mann_whitney_u": u2 / 2.0},
+        {**sizes, **details},
+        definition("auroc", interpolation),
     )
 
 
-def balanced_accuracy(in_scores, out_scores) -> Metric:
+def balanced_accuracy(in_scores, out_scores, *, interpolation: str = "empirical") -> Metric:
     """The best balanced accuracy (TPR + TNR) / 2 over threshold tests.
 
     The maximum over the deterministic tests "in iff `score >= tau`" (tau at every
@@ -362,18 +459,25 @@ def balanced_accuracy(in_scores, out_scores) -> Metric:
     the maximal advantage is the one-sided Kolmogorov-Smirnov statistic of the two
     empirical laws. It is at least 1/2 (accept all, or reject all).
 
+    `interpolation="hull"` maximises over the randomised tests (the ROC convex hull,
+    jax_privacy's `CanaryScoreAuditor.max_accuracy(prevalence=0.5)`; its default
+    prevalence `n_in / (n_in + n_out)` gives the plain accuracy instead): the same value
+    and test, as a linear objective is largest at a vertex of the hull, a deterministic
+    test (the best test with the largest tau is one). Only `definition` differs.
+
     Args:
         in_scores: scores of the runs with the canary (1-D, at least one, finite).
         out_scores: scores of the runs without it (1-D, at least one, finite).
+        interpolation: `"empirical"` (default) or `"hull"`, keyword only.
 
     Returns:
         A `Metric` named `"balanced_accuracy"`, in [1/2, 1], with `details`: the best
-        test's `threshold`, `tpr`, `fpr`, `advantage` (TPR - FPR), `n_in`, `n_out`. An
-        empirical value, not a bound; maximised over thresholds on the same runs, it is
-        biased upwards.
+        test's `threshold`, `tpr`, `fpr`, `advantage` (TPR - FPR), `n_in`, `n_out`; its
+        `definition` names the interpolation. An empirical value, not a bound;
+        maximised over thresholds on the same runs, it is biased upwards.
 
     Raises:
-        ValueError: an empty world, scores not 1-D.
+        ValueError: an unknown `interpolation`, an empty world, scores not 1-D.
         NonFiniteScoresError: a score is NaN or inf.
 
     Example:
@@ -382,6 +486,7 @@ def balanced_accuracy(in_scores, out_scores) -> Metric:
         >>> m.value, m.details["threshold"]  # TPR 3/4, FPR 1/4 at tau = 1.5
         (0.75, 1.5)
     """
+    interpolation = check_interpolation(interpolation)
     cin, cout = _check_scores(in_scores, out_scores)
     values, pin, pout = _positions(cin, cout)
     tp, fp = _tp_fp(_histograms(pin, values.size), _histograms(pout, values.size))
@@ -400,6 +505,7 @@ def balanced_accuracy(in_scores, out_scores) -> Metric:
             "n_in": cin.size,
             "n_out": cout.size,
         },
+        definition("balanced_accuracy", interpolation),
     )
 
 
