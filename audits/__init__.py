@@ -108,6 +108,7 @@ from ._one_run_fdp import (
 from ._one_run_order import (
     OrderAuditResult,
     ScoreProfile,
+    channel_epsilon,
     expected_mistakes,
     gaussian_channel,
     one_run_order_audit,
@@ -186,6 +187,7 @@ __all__ = [
     "bootstrap_interval",
     "candidate_thresholds",
     "certify_violation",
+    "channel_epsilon",
     "check_gaussian_tradeoff",
     "check_heuristic_family",
     "check_tradeoff_fit",

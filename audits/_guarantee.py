@@ -44,6 +44,8 @@ ASSUMPTIONS = {
     "bound_family": "the run's trade-off curve is exactly one of a named bound's curves "
     "(composition, the max-over-steps heuristic) at known T, q, canary steps, indexed by "
     "the noise multiplier (the one-run f-DP audit's eps)",
+    "subsampled_gaussian_tradeoff": "the run's trade-off curve is exactly that of one step "
+    "of the Poisson-subsampled Gaussian at a known sampling rate q, for some mu",
     "jeffreys_prior": "independent Jeffreys Beta(1/2, 1/2) priors on the test's FPR and FNR "
     "(the credible interval is a property of that posterior)",
 }
@@ -53,6 +55,7 @@ _SHORT = {
     "gaussian_tradeoff": "assumes Gaussian",
     "heuristic_family": "assumes family",
     "bound_family": "assumes bound family",
+    "subsampled_gaussian_tradeoff": "assumes subsampled Gaussian",
     "jeffreys_prior": "credible interval",
 }
 

@@ -43,9 +43,12 @@ import scipy.stats
 from advsim.bounds import gdp_epsilon
 from advsim.validation import check_delta, check_in_interval, check_int
 
+from ._guarantee import ASSUMPTIONS, Guarantee
+
 __all__ = [
     "OrderAuditResult",
     "ScoreProfile",
+    "channel_epsilon",
     "expected_mistakes",
     "gaussian_channel",
     "one_run_order_audit",
@@ -183,9 +186,10 @@ def _channel(family: str, sampling_prob):
     raise ValueError(f"family must be 'gaussian' or 'subsampled_gaussian', got {family!r}")
 
 
-def _eps_at(family: str, mu: float, delta: float, sampling_prob) -> float:
-    """The channel's eps at delta: closed form for mu-GDP, the discretised pair's
-    hockey-stick divergence H(Q || P) solved for eps otherwise."""
+def channel_epsilon(family: str, mu: float, delta: float, sampling_prob=None) -> float:
+    """The channel's eps at delta: closed form for mu-GDP (`"gaussian"`), the discretised
+    pair's hockey-stick divergence H(Q || P), the order (Q, P) only, solved for eps for
+    `"subsampled_gaussian"` (as the paper's `true eps`)."""
     if family == "gaussian":
         return float(gdp_epsilon(delta, mu))
     profile = subsampled_gaussian_channel(mu, sampling_prob)
@@ -248,7 +252,7 @@ def one_run_order_epsilon(
     for _ in range(46):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if rejected(mid) else (lo, mid)
-    return _eps_at(family, lo, delta, sampling_prob), lo
+    return channel_epsilon(family, lo, delta, sampling_prob), lo
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,7 +266,6 @@ class OrderAuditResult:
             with probability >= confidence (assumption-free).
         n, r, u: canaries, guesses released, wrong guesses.
         delta, confidence, family, sampling_prob: the settings.
-        assumption: what `eps_lower` assumes, in words.
     """
 
     eps_lower: float
@@ -274,7 +277,30 @@ class OrderAuditResult:
     confidence: float
     family: str
     sampling_prob: float | None
-    assumption: str
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """What `eps_lower` certifies: an (eps, delta) lower bound assuming the run's
+        curve is in the channel family; r fixed in advance (no choice to account for);
+        `certified`: the family's curves rejected below `mu_lower`, assumption-free."""
+        gaussian = self.family == "gaussian"
+        return Guarantee(
+            statement="eps_delta_lower_bound",
+            assumption="gaussian_tradeoff" if gaussian else "subsampled_gaussian_tradeoff",
+            held_out=True,
+            multiplicity=f"the {self.r} most confident of {self.n} guesses, r fixed in advance",
+            certified=(
+                f"not mu-GDP for any mu < {self.mu_lower:.6g}"
+                if gaussian
+                else f"not f-DP for the q = {self.sampling_prob:g} subsampled Gaussian's curve "
+                f"at any mu < {self.mu_lower:.6g}"
+            ),
+        )
+
+    @property
+    def assumption(self) -> str:
+        """What `eps_lower` assumes, in words."""
+        return ASSUMPTIONS[self.guarantee.assumption]
 
 
 def one_run_order_audit(
@@ -325,5 +351,4 @@ def one_run_order_audit(
     return OrderAuditResult(
         eps_lower=eps, mu_lower=mu, n=n, r=r, u=u, delta=float(delta),
         confidence=confidence, family=family, sampling_prob=sampling_prob,
-        assumption=f"the run's trade-off curve is that of the {family} channel family",
     )  # fmt: skip

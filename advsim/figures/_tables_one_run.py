@@ -3,7 +3,8 @@
 For the separate-coordinate mechanism (`OneRunGradientCanaries`, m gradient canaries on
 their own coordinates, each in the one run with probability 1/2), whose per-canary eps is
 known exactly (mu-GDP with mu = sqrt(T) / sigma for a fixed batch), each row repeats one
-audit `repeats` times on independent simulations and reports the median `eps_lower`, how
+audit `repeats` times on independent simulations and reports the median `eps_lower` (and
+its share of the exact eps, `share_of_exact`), how
 many repeats exceed the exact eps, and the allowance: the 0.999-quantile of
 Binomial(repeats, 1 - confidence) (the rule of `advsim.testing.Calibration`). Rows per m:
 
@@ -13,6 +14,10 @@ Binomial(repeats, 1 - confidence) (the rule of `advsim.testing.Calibration`). Ro
 - `one_run_fdp` (Mahloujifar, Melis & Chaudhuri 2024, `audits.one_run_fdp_audit`): the
   Gaussian trade-off claim rejected on the same guesses (k- = 0, Bonferroni over k+), its
   mu_lower read as eps: an (eps, delta) bound because this run's curve is exactly G_mu;
+- `one_run_order` (Xiang et al. 2025, arXiv:2509.08704, `audits.one_run_order_audit`):
+  the order-statistics tail of the mistakes among all m guesses (sign of the score
+  centred at the median of the run's scores) against the Gaussian channels, mu_lower read
+  as eps (an (eps, delta) bound because this run's curve is exactly G_mu);
 - `one_run_fdp_heuristic`, `one_run_fdp_composition`: the same guesses against the
   heuristic's and composition's curves at the run's T and q (`bound=`, `accounting=`):
   the smallest noise multiplier sigma* whose curve is rejected, read as that bound's eps
@@ -37,7 +42,7 @@ import scipy.stats
 
 import advsim
 from advsim.adversaries import ProjectionScore
-from advsim.audits import EpsDeltaAudit, one_run_fdp_audit
+from advsim.audits import EpsDeltaAudit, one_run_fdp_audit, one_run_order_audit
 from advsim.figures import CLOSED_FORM
 from advsim.mechanisms import GradientCanary, OneRunGradientCanaries
 from advsim.one_run import simulate_one_run
@@ -63,6 +68,7 @@ def _row(m, method, runs, truth, results, confidence, start) -> dict:
         exact_error=0.0,
         exact_error_kind=CLOSED_FORM,
         median_eps_lower=float(np.median(eps)),
+        share_of_exact=float(np.median(eps)) / truth,
         max_eps_lower=float(np.max(eps)),
         over=over,
         allowed=allowed,
@@ -98,6 +104,14 @@ def compute_one_run(figure, rows) -> dict:
             for a, b in zip(sims.scores, sims.included, strict=True)
         ]
         out.append(_row(m, "one_run_fdp", 1, truth, results, confidence, t0))
+        # Xiang et al.'s order statistics on all m guesses, the sign of the score centred at
+        # the median of all scores (a function of the run's output, not of the bits).
+        t0 = time.perf_counter()
+        results = [
+            one_run_order_audit(a - np.median(a), b, delta=delta, confidence=confidence)
+            for a, b in zip(sims.scores, sims.included, strict=True)
+        ]
+        out.append(_row(m, "one_run_order", 1, truth, results, confidence, t0))
         # The same guesses against the bounds' curves at the run's T, q (sigma* searched):
         # each canary's curve is the heuristic's (and composition's, at q = 1) at sigma.
         for bound in ("heuristic", "composition"):
