@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 import advsim
-from advsim.audits import AUDIT_METHODS, AUDITS, THRESHOLD_SELECTIONS
-from advsim.audits._base import SIDES
+from advsim.audits import AUDIT_METHODS, AUDITS, SIDES, THRESHOLD_SELECTIONS
 from advsim.cli import _names
 from advsim.cli._common import _CACHE_MIN_COMPILE_SECS, _enable_compile_cache, compile_cache_dir
 from advsim.sweep import MECHANISM_ALIASES, builtin_config

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from advsim.audits._assumption import AssumptionCheck, check_tradeoff_fit
+from advsim.audits import AssumptionCheck, check_tradeoff_fit
 from advsim.audits._assumption_families import (
     check_gaussian_tradeoff,
     check_heuristic_family,

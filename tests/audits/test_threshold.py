@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advsim.audits._threshold import (
+from advsim.audits import (
     candidate_thresholds,
     clopper_pearson_upper,
     counts_at,
