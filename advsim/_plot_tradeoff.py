@@ -90,6 +90,27 @@ def plot_tradeoff_panels(
     return save_figure(fig, path_stem)
 
 
+def _mean_bars(ax, eps, rows: Sequence[Mapping], stem: str, shown: list[str], **style) -> None:
+    """Plot the rows' `<stem>_mean` against `eps` with bars of +-2 `<stem>_sd`.
+
+    Args:
+        ax: the panel.
+        eps: the theoretical epsilon of each row (the x values).
+        rows: the panel's rows.
+        stem: the column's stem, e.g. "eps_point".
+        shown: the columns plotted side by side at each eps (`dodged`); `<stem>_mean` is
+            one of them.
+        **style: the markers' style and the legend's label.
+    """
+    ax.errorbar(
+        eps,
+        [as_number(r[f"{stem}_mean"]) for r in rows],
+        yerr=[2 * as_number(r.get(f"{stem}_sd", 0.0)) for r in rows],
+        linestyle="none", mec="0.0", capsize=3,
+        transform=dodged(ax, shown.index(f"{stem}_mean"), len(shown), 4.5), **style,
+    )  # fmt: skip
+
+
 def plot_eps_emp_vs_eps(
     panels: Sequence[Mapping],
     path_stem: str | Path,
@@ -123,23 +144,11 @@ def plot_eps_emp_vs_eps(
         # The estimates at one eps side by side (`dodged`): they are often equal.
         shown = ["eps_point_mean"] + [k for k in ("eps_held_out_mean", "eps_lower_mean")
                                       if has_column(rows, k)]  # fmt: skip
-        ax.errorbar(
-            eps,
-            [as_number(r["eps_point_mean"]) for r in rows],
-            yerr=[2 * as_number(r.get("eps_point_sd", 0.0)) for r in rows],
-            linestyle="none", marker="o", mfc="white", mec="0.0", color="0.0", ms=4.5,
-            capsize=3, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)",
-            transform=dodged(ax, 0, len(shown), 4.5),
-        )
+        _mean_bars(ax, eps, rows, "eps_point", shown, marker="o", mfc="white", color="0.0",
+                   ms=4.5, label=r"Algorithm 2 (every threshold, optimistic; $\pm 2$ sd)")
         if has_column(rows, "eps_held_out_mean"):
-            ax.errorbar(
-                eps,
-                [as_number(r["eps_held_out_mean"]) for r in rows],
-                yerr=[2 * as_number(r.get("eps_held_out_sd", 0.0)) for r in rows],
-                linestyle="none", marker="s", mfc="0.6", mec="0.0", color="0.4", ms=4,
-                capsize=3, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)",
-                transform=dodged(ax, shown.index("eps_held_out_mean"), len(shown), 4.5),
-            )
+            _mean_bars(ax, eps, rows, "eps_held_out", shown, marker="s", mfc="0.6", color="0.4",
+                       ms=4, label=r"$\varepsilon_{emp}$ point (held-out rates, $\pm 2$ sd)")
         if has_column(rows, "eps_lower_mean"):
             # unclipped: a bound near 0 sits on the axes' edge, which would cut its marker
             ax.plot(eps, [as_number(r.get("eps_lower_mean")) for r in rows], linestyle="none",

@@ -169,6 +169,22 @@ def _single(steps: int, n: int, q: float, sigma: float) -> _Batch:
     return _heuristic_batch([steps], [_binomial_log_atoms(n, q, _LOG_TOL)], sigma)
 
 
+def _run(steps, sampling_prob, noise_multiplier, canary_steps):
+    """The run of `heuristic_delta` / `heuristic_epsilon`, and its schedule if it has one.
+
+    Args:
+        steps, sampling_prob, noise_multiplier, canary_steps: as `heuristic_epsilon`
+            takes them (`steps` a number or an `advsim.Accounting`).
+
+    Returns:
+        `((T, q, sigma, n), scheduled)`: the run's numbers (one learning rate), and
+        `steps` itself when it is an `Accounting` with `step_sizes`, else None.
+    """
+    params = run_parameters(steps, sampling_prob, noise_multiplier, canary_steps, schedule="ignore")
+    scheduled = steps if isinstance(steps, Accounting) and steps.step_sizes is not None else None
+    return params, scheduled
+
+
 def heuristic_delta(
     eps, steps, sampling_prob=None, noise_multiplier=None, *, canary_steps=None
 ) -> float:
@@ -200,14 +216,11 @@ def heuristic_delta(
         0.126937
     """
     eps = check_nonnegative("eps", eps)
-    run = steps
-    steps, q, sigma, n = run_parameters(
-        run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
-    )
-    if isinstance(run, Accounting) and run.step_sizes is not None:
+    (steps, q, sigma, n), scheduled = _run(steps, sampling_prob, noise_multiplier, canary_steps)
+    if scheduled is not None:
         from advsim.bounds._step_sizes import schedule_delta  # (built on this module)
 
-        return schedule_delta(eps, run)
+        return schedule_delta(eps, scheduled)
     # Far out, delta is below the smallest double: the privacy loss is at most z u with
     # z = n / (sqrt(T) sigma) the largest atom in noise units, so delta_+(eps) <=
     # P(Y / s >= eps / z) <= Phi(z - eps / z), below Phi(-40) < 1e-349 once
@@ -280,14 +293,11 @@ def heuristic_epsilon(
         0.16
     """
     delta = check_delta("delta", delta)
-    run = steps
-    steps, q, sigma, n = run_parameters(
-        run, sampling_prob, noise_multiplier, canary_steps, schedule="ignore"
-    )
-    if isinstance(run, Accounting) and run.step_sizes is not None:
+    (steps, q, sigma, n), scheduled = _run(steps, sampling_prob, noise_multiplier, canary_steps)
+    if scheduled is not None:
         from advsim.bounds._step_sizes import schedule_epsilon  # (built on this module)
 
-        return schedule_epsilon(delta, run)
+        return schedule_epsilon(delta, scheduled)
     return float(_single(steps, n, q, sigma).epsilon(delta)[0])
 
 

@@ -89,7 +89,12 @@ from advsim._validation import (
     check_positive,
 )
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
-from advsim.bounds._run_checks import NEIGHBOURING, check_gradient_run, one_step_sensitivity
+from advsim.bounds._run_checks import (
+    NEIGHBOURING,
+    check_strongly_convex_gd,
+    one_step_sensitivity,
+    optional_epsilon,
+)
 
 __all__ = [
     "ASSUMPTIONS",
@@ -219,32 +224,6 @@ class LangevinBound:
     reference: str = REFERENCE
 
 
-def _checked_gd(
-    steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-    learning_rate, num_examples, neighbouring,
-):  # fmt: skip
-    steps, sigma, c, lip, lr = check_gradient_run(
-        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
-        why="for the run to be noisy GD on F",
-    )  # fmt: skip
-    m = check_positive("strong_convexity", strong_convexity)
-    big_m = check_positive("smoothness", smoothness)
-    check_int("num_examples", num_examples, minimum=1)
-    if big_m < m:
-        raise ValueError(
-            f"smoothness must be >= strong_convexity = {m!r} (M-smooth and m-strongly "
-            f"convex need M >= m), got {big_m!r}"
-        )
-    if Fraction(lr) * Fraction(big_m) >= 1:
-        raise ValueError(
-            f"learning_rate must be in (0, 1/smoothness) = (0, {1.0 / big_m:.6g}) (the "
-            f"theorem's eta < 1/beta with eta = learning_rate * num_examples, beta = "
-            f"smoothness / num_examples), got {lr!r}"
-        )
-    return steps, sigma, c, m, lr, one_step_sensitivity(lip, neighbouring)
-
-
 def langevin_bound(
     steps,
     *,
@@ -294,18 +273,17 @@ def langevin_bound(
         >>> round(b.rho, 6), round(b.rho_limit, 6), b.rho_composition
         (19.865241, 20.0, 50.0)
     """
-    steps, sigma, c, m, lr, s1 = _checked_gd(
+    steps, sigma, c, lip, m, _, lr, _ = check_strongly_convex_gd(
         steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-        learning_rate, num_examples, neighbouring,
+        learning_rate, num_examples, neighbouring, step_limit=1,
+        why="for the run to be noisy GD on F", paper="the theorem's eta < 1/beta with "
+        "eta = learning_rate * num_examples, beta = smoothness / num_examples",
     )  # fmt: skip
+    s1 = one_step_sensitivity(lip, neighbouring)
     rho_limit = 2.0 * s1**2 / (m * lr * sigma**2 * c**2)
     rho = rho_limit * -math.expm1(-lr * m * steps / 2.0)
     rho_composition = steps * s1**2 / (2.0 * sigma**2 * c**2)
-    if delta is not None:
-        delta = check_delta("delta", delta)
-        epsilon = renyi_epsilon(delta, lambda a: rho * a)
-    else:
-        epsilon = None
+    delta, epsilon = optional_epsilon(delta, lambda d: renyi_epsilon(d, lambda a: rho * a))
     return LangevinBound(
         rho=rho, epsilon=epsilon, delta=delta, steps=steps, rho_limit=rho_limit,
         rho_composition=rho_composition,

@@ -42,6 +42,50 @@ from advsim.bounds._strongly_convex import strongly_convex_gdp_bound
 __all__ = ["LangevinRDP", "StronglyConvexGDP"]
 
 
+def _strongly_convex_gd(step_limit: float) -> tuple:
+    """What both strongly convex full-batch bounds assume, up to their step-size limit.
+
+    Args:
+        step_limit: the theorem's strict limit on lr * M (M the objective's smoothness);
+            the assumption checks lr * M <= step_limit * (1 - 1e-12).
+
+    Returns:
+        The assumptions: m-strongly convex and M-smooth objective, gradients within the
+        clip norm, full batch, one constant step size, the step-size limit.
+    """
+    return (
+        StronglyConvex(of="objective"),
+        Smooth(),
+        LipschitzWithinClip(),
+        FullBatch(),
+        ConstantStepSize(),
+        StepSizeAtMost(step_limit * (1.0 - 1e-12), of="objective"),
+    )
+
+
+def _strongly_convex_run(facts: ProcessFacts) -> dict:
+    """The keywords both strongly convex full-batch bounds take, read from `facts`.
+
+    Args:
+        facts: the process's constants.
+
+    Returns:
+        `steps`, `noise_multiplier`, `clip_norm`, `lipschitz` (kept above 0), the
+        objective's `strong_convexity` and `smoothness` (at least the strong convexity),
+        `learning_rate` and `num_examples`.
+    """
+    return dict(
+        steps=facts.steps,
+        noise_multiplier=facts.noise_multiplier,
+        clip_norm=facts.clip_norm,
+        lipschitz=max(facts.lipschitz, 1e-300),
+        strong_convexity=facts.strong_convexity,
+        smoothness=max(facts.objective_smoothness, facts.strong_convexity),
+        learning_rate=facts.learning_rate,
+        num_examples=facts.num_examples,
+    )
+
+
 class StronglyConvexGDP(AbstractBound):
     r"""Full-batch noisy GD on an m-strongly convex, M-smooth objective $F$ (in both
     worlds), every example's gradient within C: $\mu_T$-GDP with
@@ -49,28 +93,11 @@ class StronglyConvexGDP(AbstractBound):
     (`strongly_convex_gdp_bound`, add/remove neighbours). A projection after each step
     is allowed (it is non-expansive)."""
 
-    assumptions = (
-        StronglyConvex(of="objective"),
-        Smooth(),
-        LipschitzWithinClip(),
-        FullBatch(),
-        ConstantStepSize(),
-        StepSizeAtMost(2.0 * (1.0 - 1e-12), of="objective"),
-    )
+    assumptions = _strongly_convex_gd(step_limit=2.0)
     reference = _SC_REFERENCE
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
-        return strongly_convex_gdp_bound(
-            facts.steps,
-            noise_multiplier=facts.noise_multiplier,
-            clip_norm=facts.clip_norm,
-            lipschitz=max(facts.lipschitz, 1e-300),
-            strong_convexity=facts.strong_convexity,
-            smoothness=max(facts.objective_smoothness, facts.strong_convexity),
-            learning_rate=facts.learning_rate,
-            num_examples=facts.num_examples,
-            delta=delta,
-        ).epsilon
+        return strongly_convex_gdp_bound(**_strongly_convex_run(facts), delta=delta).epsilon
 
 
 class LangevinRDP(AbstractBound):
@@ -79,14 +106,7 @@ class LangevinRDP(AbstractBound):
     Shokri converted to $\varepsilon(\delta)$ (`langevin_epsilon`, add/remove
     neighbours)."""
 
-    assumptions = (
-        StronglyConvex(of="objective"),
-        Smooth(),
-        LipschitzWithinClip(),
-        FullBatch(),
-        ConstantStepSize(),
-        StepSizeAtMost(1.0 - 1e-12, of="objective"),
-    )
+    assumptions = _strongly_convex_gd(step_limit=1.0)
     reference = _LANGEVIN_REFERENCE
     kind = (
         "upper bound under its theorem's Gaussian start; from a fixed start (advsim's "
@@ -94,14 +114,4 @@ class LangevinRDP(AbstractBound):
     )
 
     def value(self, facts: ProcessFacts, delta: float) -> float:
-        return langevin_epsilon(
-            delta,
-            steps=facts.steps,
-            noise_multiplier=facts.noise_multiplier,
-            clip_norm=facts.clip_norm,
-            lipschitz=max(facts.lipschitz, 1e-300),
-            strong_convexity=facts.strong_convexity,
-            smoothness=max(facts.objective_smoothness, facts.strong_convexity),
-            learning_rate=facts.learning_rate,
-            num_examples=facts.num_examples,
-        )
+        return langevin_epsilon(delta, **_strongly_convex_run(facts))

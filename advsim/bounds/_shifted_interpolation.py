@@ -75,13 +75,16 @@ import math
 from fractions import Fraction
 
 from advsim._validation import (
-    check_delta,
     check_int,
     check_nonnegative,
     check_positive,
 )
 from advsim.bounds._gdp import gdp_epsilon
-from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
+from advsim.bounds._run_checks import (
+    check_gradient_run,
+    one_step_sensitivity,
+    optional_epsilon,
+)
 
 __all__ = [
     "ShiftedInterpolationBound",
@@ -245,11 +248,7 @@ def shifted_interpolation_bound(
     mu_composition = one_step * math.sqrt(steps)
     plateau_steps = math.ceil(plateau_sq_units)
     mu = min(mu_composition, mu_plateau)
-    if delta is not None:
-        delta = check_delta("delta", delta)
-        epsilon = gdp_epsilon(delta, mu)
-    else:
-        epsilon = None
+    delta, epsilon = optional_epsilon(delta, lambda d: gdp_epsilon(d, mu))
     return ShiftedInterpolationBound(
         mu=mu, epsilon=epsilon, delta=delta, steps=steps, mu_composition=mu_composition,
         mu_plateau=mu_plateau, plateau_steps=plateau_steps, walk_steps=walk,

@@ -60,7 +60,11 @@ import numpy as np
 from advsim._validation import check_delta, check_int, check_positive
 from advsim.bounds._langevin import _check_alpha
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
-from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
+from advsim.bounds._run_checks import (
+    check_curvature,
+    check_gradient_run,
+    one_step_sensitivity,
+)
 
 __all__ = [
     "SGD_ASSUMPTIONS",
@@ -239,15 +243,12 @@ def noisy_sgd_rdp(
         lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
         why="for each step to be a contraction",
     )  # fmt: skip
-    m = check_positive("strong_convexity", strong_convexity)
-    big_m = check_positive("smoothness", smoothness)
+    m, big_m = check_curvature(strong_convexity, smoothness)
     if neighbouring != "replace_one":
         raise ValueError(
             "neighbouring must be 'replace_one' for the shuffle-and-partition bound (adding "
             f"or removing an example changes the partition), got {neighbouring!r}"
         )
-    if big_m < m:
-        raise ValueError(f"smoothness must be >= strong_convexity = {m!r}, got {big_m!r}")
     if Fraction(lr) * (Fraction(big_m) + Fraction(m)) >= 2:
         raise ValueError(
             f"learning_rate must be in (0, 2/(smoothness + strong_convexity)) = "

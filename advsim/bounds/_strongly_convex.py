@@ -93,12 +93,16 @@ import math
 from fractions import Fraction
 
 from advsim._validation import (
-    check_delta,
     check_int,
     check_positive,
 )
 from advsim.bounds._gdp import gdp_epsilon
-from advsim.bounds._run_checks import check_gradient_run, one_step_sensitivity
+from advsim.bounds._run_checks import (
+    check_curvature,
+    check_strongly_convex_gd,
+    one_step_sensitivity,
+    optional_epsilon,
+)
 
 __all__ = [
     "StronglyConvexGDPBound",
@@ -225,14 +229,6 @@ def _contraction_gap(step_size: float, m: float, big_m: float) -> float:
     return min(_gap(step_size * m), _gap(step_size * big_m))
 
 
-def _check_curvature(strong_convexity, smoothness):
-    m = check_positive("strong_convexity", strong_convexity)
-    big_m = check_positive("smoothness", smoothness)
-    if m > big_m:
-        raise ValueError(f"strong_convexity must be in (0, smoothness] = (0, {big_m!r}], got {m!r}")
-    return m, big_m
-
-
 def noisy_gd_strongly_convex_mu(
     steps, *, step_size, strong_convexity, smoothness, sensitivity, noise
 ) -> float:
@@ -267,7 +263,7 @@ def noisy_gd_strongly_convex_mu(
     """
     steps = check_int("steps", steps, minimum=1)
     eta = check_positive("step_size", step_size)
-    m, big_m = _check_curvature(strong_convexity, smoothness)
+    m, big_m = check_curvature(strong_convexity, smoothness)
     lbar = check_positive("sensitivity", sensitivity)
     sigma = check_positive("noise", noise)
     if Fraction(eta) * Fraction(big_m) >= 2:
@@ -275,26 +271,6 @@ def noisy_gd_strongly_convex_mu(
             f"step_size must be in (0, 2 / smoothness) = (0, {2.0 / big_m:.6g}), got {eta!r}"
         )
     return _mu_from_gap(steps, _contraction_gap(eta, m, big_m), lbar / sigma)
-
-
-def _checked(
-    steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-    learning_rate, num_examples, neighbouring,
-):  # fmt: skip
-    steps, sigma, c, lip, lr = check_gradient_run(
-        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
-        why="for the gradient step to stay a contraction",
-    )  # fmt: skip
-    m, big_m = _check_curvature(strong_convexity, smoothness)
-    n = check_int("num_examples", num_examples, minimum=1)
-    if Fraction(lr) * Fraction(big_m) >= 2:
-        raise ValueError(
-            f"learning_rate must be in (0, 2 / smoothness) = (0, {2.0 / big_m:.6g}) "
-            f"(smoothness of the summed objective; the paper's eta < 2/M with "
-            f"eta = learning_rate * num_examples), got {lr!r}"
-        )
-    return steps, sigma, c, lip, m, big_m, lr, n
 
 
 def strongly_convex_gdp_bound(
@@ -365,20 +341,18 @@ def strongly_convex_gdp_bound(
         >>> round(b.contraction, 4), round(b.mu, 4), round(b.mu_limit, 4)
         (0.98, 0.8707, 0.995)
     """
-    steps, sigma, c, lip, m, big_m, lr, n = _checked(
+    steps, sigma, c, lip, m, big_m, lr, n = check_strongly_convex_gd(
         steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-        learning_rate, num_examples, neighbouring,
+        learning_rate, num_examples, neighbouring, step_limit=2,
+        why="for the gradient step to stay a contraction", paper="smoothness of the summed "
+        "objective; the paper's eta < 2/M with eta = learning_rate * num_examples",
     )  # fmt: skip
     s1 = one_step_sensitivity(lip, neighbouring)
     mu1 = s1 / (sigma * c)  # s / b: the learning rate cancels
     gap = _contraction_gap(lr, m, big_m)  # 1 - c
     mu = _mu_from_gap(steps, gap, mu1)
     mu_limit = mu1 * math.sqrt((2.0 - gap) / gap)
-    if delta is not None:
-        delta = check_delta("delta", delta)
-        epsilon = gdp_epsilon(delta, mu)
-    else:
-        epsilon = None
+    delta, epsilon = optional_epsilon(delta, lambda d: gdp_epsilon(d, mu))
     return StronglyConvexGDPBound(
         mu=mu, epsilon=epsilon, delta=delta, steps=steps, contraction=1.0 - gap,
         mu_one_step=mu1, mu_composition=mu1 * math.sqrt(steps), mu_limit=mu_limit,

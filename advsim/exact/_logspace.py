@@ -36,7 +36,7 @@ import jax.scipy.stats.norm as jnorm
 from jaxtyping import Array, Float
 
 from advsim.exact._divergence import _grid_hockey_stick, bisect_epsilon
-from advsim.exact._propagate import _fields, _particles
+from advsim.exact._propagate import _moves
 
 __all__ = ["LogPlan", "LogState", "advance_log", "log_grid_delta", "log_grid_epsilon"]
 
@@ -204,21 +204,7 @@ def log_grid_epsilon(log_p, log_q, delta, eps_max, *, atoms: int = 0, xp=jnp):
 def _step(mech, plan: LogPlan, lo, h, m0, counts, log_probs, log_dropped, delta, eps_max,
           depth, state: LogState, t):  # fmt: skip
     dtype = jnp.float64
-    x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
-    pos, frac = _particles(mech, x, h, plan)
-    first = t == 1
-    pos = jnp.where(first, jnp.asarray(m0, dtype), pos)
-    frac = jnp.where(first, (jnp.arange(pos.shape[1]) == 0).astype(dtype)[None, :], frac)
-    canary, data, reg = _fields(mech, pos.reshape(-1), t)
-    base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None, :, :], axis=-1)  # (NS, C)
-    eta = jnp.asarray(mech.step_size(t), dtype)
-    ratio = eta * jnp.asarray(mech.noise_multiplier, dtype) * jnp.asarray(mech.clip_norm, dtype)
-    ratio = ratio / h
-    schedule = mech.canary_schedule
-    present = jnp.asarray(schedule.mask(t), dtype)
-    if schedule.sampled and mech.batching == "poisson":
-        present = present * jnp.asarray(mech.sampling_prob, dtype)
-    drifts = jnp.concatenate([base, base + canary[:, None], base], axis=1)  # (NS, 3C)
+    pos, frac, drifts, present, eta, ratio = _moves(mech, plan, lo, h, m0, counts, t)
     log_weights = jnp.concatenate(
         [log_probs + jnp.log1p(-present), log_probs + jnp.log(present), log_probs]
     )

@@ -183,7 +183,28 @@ def _support(mass, threshold, plan: GridPlan):
     return jnp.min(jnp.where(above, idx, plan.nodes)), jnp.max(jnp.where(above, idx, -1))
 
 
-def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t):
+def _moves(mech, plan: GridPlan, lo, h, m0, counts, t):
+    """Where step `t` moves each grid cell's particles, in both worlds.
+
+    Shared by this propagation and the log-space one (`advsim.exact._logspace`): the
+    particles of every node, their drifts for each count combination, the canary's
+    presence probability, the step size and the noise's standard deviation in cells.
+
+    Args:
+        mech: the mechanism (its fields, schedule and step size).
+        plan: the static plan (`GridPlan` or `LogPlan`).
+        lo: the grid's first node.
+        h: the grid's spacing.
+        m0: the initial model (step 1 moves this point mass itself).
+        counts: `(C, groups)`, the data groups' counts of each combination.
+        t: the step, from 1.
+
+    Returns:
+        `(pos, frac, drifts, present, eta, ratio)`: the particles `(N', S)` and their
+        fractions, the drifts `(NS, 3C)` (the in-world's components with the canary
+        absent, then present, then the out-world's), the probability that the canary is
+        in the batch, the step size, and `eta sigma C / h`.
+    """
     dtype = jnp.float64
     x = lo + h * jnp.arange(plan.nodes, dtype=dtype)
     pos, frac = _particles(mech, x, h, plan)
@@ -193,7 +214,6 @@ def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, stat
     pos = jnp.where(first, jnp.asarray(m0, dtype), pos)
     frac = jnp.where(first, (jnp.arange(pos.shape[1]) == 0).astype(dtype)[None, :], frac)
     canary, data, reg = _fields(mech, pos.reshape(-1), t)
-    dropped = jnp.maximum(1.0 - jnp.sum(probs), 0.0)
     base = reg[:, None] + jnp.sum(data[:, None, :] * counts[None, :, :], axis=-1)  # (NS, C)
     eta = jnp.asarray(mech.step_size(t), dtype)
     ratio = eta * jnp.asarray(mech.noise_multiplier, dtype) * jnp.asarray(mech.clip_norm, dtype)
@@ -205,6 +225,13 @@ def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, stat
     # Both worlds' moves in one array: the in-world's components (canary absent, present),
     # then the out-world's (canary absent).
     drifts = jnp.concatenate([base, base + canary[:, None], base], axis=1)  # (NS, 3C)
+    return pos, frac, drifts, present, eta, ratio
+
+
+def _step(mech, plan: GridPlan, lo, h, m0, counts, probs, delta, threshold, state: GridState, t):
+    dtype = jnp.float64
+    pos, frac, drifts, present, eta, ratio = _moves(mech, plan, lo, h, m0, counts, t)
+    dropped = jnp.maximum(1.0 - jnp.sum(probs), 0.0)
     weights = jnp.concatenate([probs * (1.0 - present), probs * present, probs])
     world = jnp.repeat(jnp.arange(2, dtype=jnp.int32), jnp.array([2, 1]) * probs.shape[0],
                        total_repeat_length=3 * probs.shape[0])  # fmt: skip

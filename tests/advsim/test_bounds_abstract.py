@@ -35,6 +35,18 @@ BOUNDS = sorted(
     key=lambda c: c.__name__,
 )
 
+#: Full-batch GD on a strongly convex objective (the regularizer's): inside the
+#: assumptions of both strongly convex bounds.
+STRONGLY_CONVEX = ScalarFieldConstruction(
+    6,
+    1.0,
+    1.0,
+    canary=ScalarField.constant(-1.0),
+    regularizer=ScalarField(0.0, 2.0),
+    learning_rate=0.3,
+    **FULL,
+)  # fmt: skip
+
 #: A process inside each bound's assumptions.
 INSIDE = {
     "LastIterateHeuristic": ScalarFieldConstruction(5, 0.3, 1.0, canary=ScalarField.constant(-1.0)),
@@ -55,24 +67,8 @@ INSIDE = {
         learning_rate=0.5,
         **FULL,
     ),  # fmt: skip
-    "LangevinRDP": ScalarFieldConstruction(
-        6,
-        1.0,
-        1.0,
-        canary=ScalarField.constant(-1.0),
-        regularizer=ScalarField(0.0, 2.0),
-        learning_rate=0.3,
-        **FULL,
-    ),  # fmt: skip
-    "StronglyConvexGDP": ScalarFieldConstruction(
-        6,
-        1.0,
-        1.0,
-        canary=ScalarField.constant(-1.0),
-        regularizer=ScalarField(0.0, 2.0),
-        learning_rate=0.3,
-        **FULL,
-    ),  # fmt: skip
+    "LangevinRDP": STRONGLY_CONVEX,
+    "StronglyConvexGDP": STRONGLY_CONVEX,
 }
 
 

@@ -149,6 +149,13 @@ def test_noisy_gd_epsilon():
 AUTHOR_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))
 
 
+#: A shuffled noisy mini-batch GD run inside the assumptions of formula 2.
+SGD = dict(
+    epochs=5, batch_size=10, noise_multiplier=2.0, clip_norm=1.0, lipschitz=1.0,
+    strong_convexity=1.0, smoothness=10.0, learning_rate=0.1, num_examples=100,
+)  # fmt: skip
+
+
 def authors_epsilon(rdp, delta=1e-5):
     return min(rdp(a) - math.log(delta) / (a - 1) for a in AUTHOR_ORDERS)
 
@@ -238,17 +245,7 @@ def test_noisy_sgd_bound_dominates_the_linear_mixture(m, epochs, c, sigma):
 
 
 def test_noisy_sgd_epsilon_and_assumptions():
-    run = dict(
-        epochs=20,
-        batch_size=10,
-        noise_multiplier=2.0,
-        clip_norm=1.0,
-        lipschitz=1.0,
-        strong_convexity=1.0,
-        smoothness=10.0,
-        learning_rate=0.1,
-        num_examples=100,
-    )
+    run = {**SGD, "epochs": 20}
     want = renyi_epsilon(1e-5, lambda a: noisy_sgd_rdp(a, **run))
     assert noisy_sgd_epsilon(1e-5, **run) == pytest.approx(want, rel=1e-12)
     assert noisy_sgd_epsilon(1e-5, **{**run, "noise_multiplier": 4.0}) < want
@@ -302,19 +299,6 @@ def test_noisy_gd_error_messages_give_the_range():
         chourasia_rdp(2.0, eta=0.1, sigma=1.0, lam=1.0, beta=2.0, sensitivity=0.0, n=1, steps=1)
 
 
-SGD = dict(
-    epochs=5,
-    batch_size=10,
-    noise_multiplier=2.0,
-    clip_norm=1.0,
-    lipschitz=1.0,
-    strong_convexity=1.0,
-    smoothness=10.0,
-    learning_rate=0.1,
-    num_examples=100,
-)
-
-
 @pytest.mark.parametrize("change,pattern", [
     (dict(alpha=1.0), r"alpha must be in \(1, inf\), got 1\.0"),
     (dict(epochs=0), "epochs"),
@@ -322,7 +306,7 @@ SGD = dict(
     (dict(neighbouring="add_remove"), "neighbouring must be 'replace_one'"),
     (dict(neighbouring="other"), "neighbouring must be one of"),
     (dict(clip_norm=0.5), "clip_norm must be >= lipschitz"),
-    (dict(smoothness=0.5), "smoothness must be >= strong_convexity"),
+    (dict(smoothness=0.5), r"strong_convexity must be in \(0, smoothness\]"),
     (dict(learning_rate=0.19), r"learning_rate must be in \(0, 2/\(smoothness \+ "
                                  r"strong_convexity\)\) = \(0, 0\.181818\)"),
 ])  # fmt: skip

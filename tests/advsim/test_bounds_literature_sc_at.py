@@ -223,7 +223,7 @@ def test_epsilon_and_result():
         (dict(strong_convexity=0.0), r"strong_convexity must be in \(0, inf\), got 0.0"),
         (dict(strong_convexity=600.0), r"strong_convexity must be in \(0, smoothness\]"),
         (dict(smoothness=-1.0), r"smoothness must be in \(0, inf\)"),
-        (dict(learning_rate=2 / 500), r"learning_rate must be in \(0, 2 / smoothness\)"),
+        (dict(learning_rate=2 / 500), r"learning_rate must be in \(0, 2/smoothness\)"),
         (dict(learning_rate=0.0), r"learning_rate must be in \(0, inf\)"),
         (dict(clip_norm=1.0), r"clip_norm must be >= lipschitz = 1.5"),
         (dict(noise_multiplier=-1.0), r"noise_multiplier must be in \(0, inf\)"),

@@ -39,6 +39,10 @@ RUN = dict(
     noise_multiplier=8.0, clip_norm=L_BC, lipschitz=L_BC, smoothness=L_BC**2 / 4,
     learning_rate=2.0 / (N_BC * L_BC**2 / 4), num_examples=N_BC, diameter=0.2,
 )  # fmt: skip
+#: The authors' own representative point (sigma = 8, eta = 0.1, L/n = 0.5, D = 1): one
+#: example of norm 1 in n = 2, lr = eta / n, noise sigma C / n = 8.
+AUTHORS_RUN = dict(noise_multiplier=16.0, clip_norm=1.0, lipschitz=1.0, smoothness=1.0,
+                   learning_rate=0.05, num_examples=2, diameter=1.0)  # fmt: skip
 
 
 def authors_formula(t, *, noise_multiplier, clip_norm, lipschitz, learning_rate,
@@ -65,17 +69,7 @@ def authors_formula(t, *, noise_multiplier, clip_norm, lipschitz, learning_rate,
         dict(RUN, diameter=1.0, noise_multiplier=3.0),
         dict(RUN, learning_rate=RUN["learning_rate"] / 3, clip_norm=2 * L_BC),
         dict(RUN, neighbouring="replace_one", diameter=0.05),
-        # The authors' own representative point (sigma = 8, eta = 0.1, L/n = 0.5, D = 1):
-        # one example of norm 1 in n = 2, lr = eta / n, noise sigma C / n = 8.
-        dict(
-            noise_multiplier=16.0,
-            clip_norm=1.0,
-            lipschitz=1.0,
-            smoothness=1.0,
-            learning_rate=0.05,
-            num_examples=2,
-            diameter=1.0,
-        ),  # fmt: skip
+        AUTHORS_RUN,
     ],
 )
 def test_matches_the_authors_formula(steps, run):
@@ -89,9 +83,7 @@ def test_authors_table_entry():
     # The authors' Table (t*, mu*) at sigma = 8, eta = 0.1, L/n = 0.5 (their ngd_fdp_proj
     # representative values): mu* = sqrt(3 * 0.5 / 0.1 + 0.25 * 20) / 8 = sqrt(20) / 8,
     # t* = 20 / 0.25 = 80; the figure's legend there reads "Our Bound, t >= 80".
-    run = dict(noise_multiplier=16.0, clip_norm=1.0, lipschitz=1.0, smoothness=1.0,
-               learning_rate=0.05, num_examples=2, diameter=1.0)  # fmt: skip
-    b = shifted_interpolation_bound(10_000, **run)
+    b = shifted_interpolation_bound(10_000, **AUTHORS_RUN)
     assert b.plateau_steps == 80
     assert b.walk_steps == 20
     assert b.mu == pytest.approx(math.sqrt(20.0) / 8.0, rel=1e-14)

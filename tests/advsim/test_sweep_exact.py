@@ -319,22 +319,9 @@ def test_audit_no_exact_and_a_mechanism_without_the_capability(tmp_path, capsys)
 def test_a_sweep_says_once_that_a_long_exact_column_was_skipped(tmp_path, capsys, engine_calls):
     """A bounds sweep over two cells of 10^5 steps: the exact column is skipped in both
     with its predicted time, and the sweep says so once, naming the first cell."""
-    config = tmp_path / "long.toml"
-    config.write_text(
-        textwrap.dedent(f"""
-        [sweep]
-        mode = "bounds"
-        delta = {DELTA}
-        composition_discretization = 1e-2
-
-        [mechanism]
-        name = "linear"
-        steps = 100000
-        noise_multiplier = 2.0
-
-        [grid]
-        sampling_prob = [0.01, 0.02]
-    """)
+    config = _bounds(
+        {"name": "linear", "steps": 100000, "noise_multiplier": 2.0},
+        {"sampling_prob": [0.01, 0.02]},
     )
     rows = run_sweep(config, tmp_path / "out", progress=True)
     assert engine_calls == []
