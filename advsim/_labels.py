@@ -75,7 +75,7 @@ _LABEL_SUFFIXES = (
 )  # fmt: skip
 #: Columns named after an exact computation that hold no epsilon (diagnostics, a ratio).
 _EXACT_NOT_EPSILON = re.compile(
-    r"exact(_ratio|_resolved|_order|_nodes|_lost_mass|_h\d*|_gdp_argmax|_discretization)$"
+    r"exact(_ratio|_share|_resolved|_order|_nodes|_lost_mass|_h\d*|_gdp_argmax|_discretization)$"
 )
 _BOUND_CLASSES = {
     "heuristic": "LastIterateHeuristic",

@@ -4,7 +4,7 @@ For the separate-coordinate mechanism (`OneRunGradientCanaries`, m gradient cana
 their own coordinates, each in the one run with probability 1/2), whose per-canary eps is
 known exactly (mu-GDP with mu = sqrt(T) / sigma for a fixed batch), each row repeats one
 audit `repeats` times on independent simulations and reports the median `eps_lower` (and
-its share of the exact eps, `share_of_exact`), how
+its share of the exact eps, `exact_share`), how
 many repeats exceed the exact eps, and the allowance: the 0.999-quantile of
 Binomial(repeats, 1 - confidence) (the rule of `advsim.testing.Calibration`). Rows per m:
 
@@ -68,7 +68,7 @@ def _row(m, method, runs, truth, results, confidence, start) -> dict:
         exact_error=0.0,
         exact_error_kind=CLOSED_FORM,
         median_eps_lower=float(np.median(eps)),
-        share_of_exact=float(np.median(eps)) / truth,
+        exact_share=float(np.median(eps)) / truth,
         max_eps_lower=float(np.max(eps)),
         over=over,
         allowed=allowed,

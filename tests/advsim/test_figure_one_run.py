@@ -44,7 +44,7 @@ def test_compute_small(tmp_path):
         assert row["allowed"] == allowed and row["repeats"] == 6
         assert row["over"] <= allowed and row["check"] == "pass"
         assert 0 < row["median_eps_lower"] < row["exact_eps"]
-        assert row["share_of_exact"] == row["median_eps_lower"] / row["exact_eps"]
+        assert row["exact_share"] == row["median_eps_lower"] / row["exact_eps"]
     # At T = 1, q = 1 the heuristic's and composition's curves are G_{1/sigma}: their
     # numerical curves (never above the exact one) give at most the closed-form G_mu row,
     # and within 1% (the sigma grid's 0.1% and the curves' rounding).
