@@ -231,7 +231,8 @@ def one_run_order_epsilon(
     Raises:
         ValueError: counts outside 0 <= u <= r <= n, a bad level, delta or family.
     """
-    n, r, u = check_int("n", n, minimum=1), check_int("r", r, minimum=1), check_int("u", u)
+    n, r = check_int("n", n, minimum=1), check_int("r", r, minimum=1)
+    u = check_int("u", u, minimum=0)  # no mistakes: the strongest outcome
     if not 0 <= u <= r <= n:
         raise ValueError(f"need 0 <= u <= r <= n, got u={u}, r={r}, n={n}")
     delta = check_delta("delta", delta)

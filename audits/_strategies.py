@@ -75,30 +75,9 @@ runs (`"same"`); this module adds the other three and advsim's own two
   positive bound (then both are counted). With tied scores (over 1% of the planning part)
   both tests are placed at values, with Jeffreys rates projected.
 
-  Validity. Let the levels of the counted tests' rates add up to 1 - c (each test gets
-  (1 - c) / 2 or, alone, 1 - c, split between its FPR and FNR by the planned share). The
-  split is drawn from the seed, independently of the scores, so the four parts (planning
-  and counting, of each world) are independent, and the plan (the number of tests, their
-  sides, ranks or values, levels) is a function of the planning parts alone. Condition on
-  them. (i) Upper test at rank k: write the counting out-scores as X_i = G(W_i), W_i iid
-  uniform and G(w) = inf{t : P(X > t) <= w}; then P(X > G(w)) <= w, so the test's FPR,
-  P(X > X_(k+1)), is at most W_(k+1) ~ Beta(k + 1, m_out - k), whose 1 - a quantile is the
-  Clopper-Pearson bound `clopper_pearson_upper(k, m_out, a)`: it fails with probability
-  <= a, whatever the law of X (with ties the count at the threshold may be below k; the
-  bound used is the one at k). The threshold is a function of the counting out-scores,
-  independent of the counting in-scores, so given it the FN count is Binomial(m_in, FNR)
-  and its Clopper-Pearson bound at level b fails with probability <= b. (ii) Lower test at
-  rank j: with Y_i = H(V_i), H the quantile function, P(Y < H(v)) <= v, so its FNR,
-  P(Y < Y_(j+1)), is at most V_(j+1) ~ Beta(j + 1, m_in - j): the bound at j; its FP count
-  is binomial given the threshold, as in (i). (iii) A value-placed test is fixed by the
-  plan: both counts are binomial. By the union bound every rate bound holds at once with
-  probability >= c; there each test's rates lie below their bounds, the method's bound
-  only shrinks as the rates grow, so every test's eps_lower is at most the run's eps, and
-  so is their maximum. Assumption-free for `"eps_delta"`: rigorous. Measured (`advsim
-  figure threshold_vs_jax_privacy`, its second table): on the Laplace pair (exact eps
-  reached by every threshold beyond the shift), 10^4 per world, 200 repeats, 1 bound
-  above the exact eps at confidence 0.95 (allowed 21) and 3 at 0.8 (allowed 58), where
-  `"same"` (chosen and counted on the same runs) has 117.
+  Validity: the proof is in `advsim.audits.RankSplit`'s docstring (the threshold placed
+  by a rank has its rate bounded by the order statistic's Beta law, whatever the scores'
+  law; the union bound over the counted tests' rates), with its calibration measured.
 
   Against jax_privacy's best strategy (`advsim figure threshold_vs_jax_privacy`,
   independent draws; 100, 60 and 20 score sets at 10^3, 10^4 and 10^5 per world; advsim's

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.optimize
 import scipy.stats
 
 from advsim.audits import (
@@ -20,7 +21,7 @@ from advsim.audits import (
     order_tail_probability,
     subsampled_gaussian_channel,
 )
-from advsim.bounds import gdp_epsilon
+from advsim.bounds import gdp_epsilon, gdp_mu
 
 DELTA = 1e-5
 ROWS = list(
@@ -45,22 +46,66 @@ def test_the_table_has_its_60_rows():
     assert len(ROWS) == 60 and {r["family"] for r in ROWS} == {"gaussian", "subsampled_gaussian"}
 
 
-# Three rows spanning the table (fast): its first, its largest true eps, its largest n with
-# a subsampled null. Every row is checked by the slow test below.
-FAST = [0, 31, 59]
+def _sgm_mu(eps: float, q: float) -> float:
+    """mu of the q-subsampled Gaussian whose H_{e^eps}(Q || P) is DELTA, from the closed
+    form: (Q - e^eps P)_+ integrates to Q(x > x_e) - e^eps P(x > x_e), where the
+    log-likelihood ratio log(1 - q + q e^{mu x - mu^2 / 2}) equals eps at x_e (independent
+    of the module's discretised `channel_epsilon`)."""
+
+    def excess(mu):
+        x = (math.log((math.expm1(eps) + q) / q) + mu * mu / 2) / mu
+        tail = (1 - q) * scipy.stats.norm.sf(x) + q * scipy.stats.norm.sf(x - mu)
+        return tail - math.exp(eps) * scipy.stats.norm.sf(x) - DELTA
+
+    return scipy.optimize.brentq(excess, 0.05, 20.0, xtol=1e-13)
+
+
+# Four rows spanning the table (fast): its first, its fewest mistakes (u = 1), its largest
+# true eps at r = n, and a subsampled null at r < n; every row is checked through the full
+# bisection by the slow test below.
+FAST = [0, 24, 31, 53]
 
 
 @pytest.mark.parametrize("index", FAST)
 def test_their_method_reproduces_rows_of_results_txt(index):
+    """The printed `ours` P (4 decimals) of compare/RESULTS.txt, row `index` of
+    data/xiang_results.csv (0: Gaussian mu=0.5 n=1000 r=100 u=26 -> 1.1926; 24: Gaussian
+    mu=2 n=1000 r=100 u=1 -> 5.9018; 31: Gaussian mu=2 n=10000 r=10000 u=1587 -> 9.6881;
+    53: SGM mu=2 q=0.2 n=10000 r=2500 u=870 -> 6.1668), is the rounding of eps(mu*), mu*
+    the largest rejected channel, iff the channel at eps = P - 5e-5 is rejected and the one
+    at P + 5e-5 is not (rejection is monotone in mu, eps increasing in mu): two
+    evaluations of the tail law instead of the 46 halvings of `one_run_order_epsilon`."""
     row = ROWS[index]
     family, q, n, r, u = _row(row)
-    eps, mu = one_run_order_epsilon(n, r, u, delta=DELTA, level=0.05, family=family,
-                                    sampling_prob=q)  # fmt: skip
-    assert f"{eps:.4f}" == row["order_printed"], (row, eps)
-    assert 0 < mu < float(row["true_mu"])
+    printed = float(row["order_printed"])
+    if q is None:
+        below, above = gdp_mu(printed - 5e-5, DELTA), gdp_mu(printed + 5e-5, DELTA)
+    else:
+        below, above = _sgm_mu(printed - 5e-5, q), _sgm_mu(printed + 5e-5, q)
+    assert above < float(row["true_mu"])
+    assert order_tail_probability(_channel(family, q, below), u, r, n) < 0.05
+    assert order_tail_probability(_channel(family, q, above), u, r, n) >= 0.05
 
 
-@pytest.mark.slow  # 60 rows, ~50 s on 2 cores
+def test_no_mistakes_is_a_valid_outcome():
+    """u = 0 (every released guess right) is the strongest outcome, not an invalid one: one
+    guess, right, rejects nothing at level 0.05 (P[T = 0] >= 1/2 for every channel)."""
+    assert one_run_order_epsilon(1, 1, 0, delta=DELTA) == (0.0, 0.0)
+    with pytest.raises(ValueError, match=r"need 0 <= u <= r <= n"):
+        one_run_order_epsilon(10, 5, 6, delta=DELTA)
+
+
+@pytest.mark.slow  # ~3 s
+def test_no_mistakes_bounds_higher_than_one():
+    """At row 24's setting (Gaussian mu=2, n=1000, r=100; RESULTS.txt prints 5.9018 at
+    u = 1), u = 0 bounds higher (6.7960)."""
+    eps0, _ = one_run_order_epsilon(1000, 100, 0, delta=DELTA)
+    eps1, _ = one_run_order_epsilon(1000, 100, 1, delta=DELTA)
+    assert f"{eps1:.4f}" == ROWS[24]["order_printed"] == "5.9018"
+    assert f"{eps0:.4f}" == "6.7960"
+
+
+@pytest.mark.slow  # 60 rows, 75 s on 2 unloaded cores
 def test_their_method_reproduces_every_row_of_results_txt():
     wrong = []
     for row in ROWS:

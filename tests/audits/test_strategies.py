@@ -87,35 +87,25 @@ def test_sound_on_gaussian_scores(sel):
 def test_threshold_selections_are_the_strategies_aliases():
     """Every alias, the default first, each with the options of `audit` it takes, and the
     strategy value it stands for."""
-    from advsim.audits import (
-        DEFAULT_THRESHOLD_SELECTION,
-        THRESHOLD_SELECTIONS,
-        Bonferroni,
-        BySampleSize,
-        Explicit,
-        MultiSplit,
-        ProjectedSplit,
-        RankSplit,
-        Same,
-        Split,
-        as_threshold_strategy,
-    )
+    import advsim.audits as A
 
-    assert list(THRESHOLD_SELECTIONS)[0] == DEFAULT_THRESHOLD_SELECTION == "by_sample_size"
+    THRESHOLD_SELECTIONS, as_threshold_strategy = A.THRESHOLD_SELECTIONS, A.as_threshold_strategy
+
+    assert list(THRESHOLD_SELECTIONS)[0] == A.DEFAULT_THRESHOLD_SELECTION == "by_sample_size"
     assert THRESHOLD_SELECTIONS["projected_split"] == ("selection_fraction",)
     assert THRESHOLD_SELECTIONS["rank_split"] == ("selection_fraction",)
     assert THRESHOLD_SELECTIONS["multi_split"] == ("num_splits",)
     assert THRESHOLD_SELECTIONS["explicit"] == ("threshold",)
     options = {o for opts in THRESHOLD_SELECTIONS.values() for o in opts}
     assert options <= set(inspect.signature(audit).parameters)
-    assert as_threshold_strategy("by_sample_size") == BySampleSize()
-    assert as_threshold_strategy("split") == Split(0.5)
-    assert as_threshold_strategy("same") == Same()
-    assert as_threshold_strategy("explicit", threshold=1.5) == Explicit(1.5)
-    assert as_threshold_strategy("multi_split", num_splits=3) == MultiSplit(3)
-    assert as_threshold_strategy("projected_split", selection_fraction=0.3) == ProjectedSplit(0.3)
-    assert as_threshold_strategy("rank_split") == RankSplit(0.1)
-    assert as_threshold_strategy("bonferroni") == Bonferroni()
+    assert as_threshold_strategy("by_sample_size") == A.BySampleSize()
+    assert as_threshold_strategy("split") == A.Split(0.5)
+    assert as_threshold_strategy("same") == A.Same()
+    assert as_threshold_strategy("explicit", threshold=1.5) == A.Explicit(1.5)
+    assert as_threshold_strategy("multi_split", num_splits=3) == A.MultiSplit(3)
+    assert as_threshold_strategy("projected_split", selection_fraction=0.3) == A.ProjectedSplit(0.3)
+    assert as_threshold_strategy("rank_split") == A.RankSplit(0.1)
+    assert as_threshold_strategy("bonferroni") == A.Bonferroni()
     for alias in THRESHOLD_SELECTIONS:
         if alias != "explicit":
             assert as_threshold_strategy(alias).label() == alias

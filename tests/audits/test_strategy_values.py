@@ -7,22 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
+import advsim.audits as A
 from advsim import Scores
-from advsim.audits import (
-    Bonferroni,
-    BySampleSize,
-    Explicit,
-    MultiSplit,
-    ProjectedSplit,
-    RankSplit,
-    Same,
-    ScoreOrientationWarning,
-    Split,
-    ThresholdStrategy,
-    audit,
-    get_audit,
-    split_halves,
-)
+from advsim.audits import ScoreOrientationWarning, audit, get_audit, split_halves
 
 DELTA = 1e-5
 
@@ -35,14 +22,14 @@ def _gaussian(mu: float, n: int, seed: int) -> Scores:
 @pytest.mark.parametrize(
     "value, alias, options",
     [
-        (Split(), "split", {}),
-        (Same(), "same", {}),
-        (Explicit(0.7), "explicit", {"threshold": 0.7}),
-        (MultiSplit(3), "multi_split", {"num_splits": 3}),
-        (ProjectedSplit(0.3), "projected_split", {"selection_fraction": 0.3}),
-        (RankSplit(0.2), "rank_split", {"selection_fraction": 0.2}),
-        (Bonferroni(), "bonferroni", {}),
-        (BySampleSize(), "by_sample_size", {}),
+        (A.Split(), "split", {}),
+        (A.Same(), "same", {}),
+        (A.Explicit(0.7), "explicit", {"threshold": 0.7}),
+        (A.MultiSplit(3), "multi_split", {"num_splits": 3}),
+        (A.ProjectedSplit(0.3), "projected_split", {"selection_fraction": 0.3}),
+        (A.RankSplit(0.2), "rank_split", {"selection_fraction": 0.2}),
+        (A.Bonferroni(), "bonferroni", {}),
+        (A.BySampleSize(), "by_sample_size", {}),
     ],
 )
 def test_each_value_is_its_alias(value, alias, options):
@@ -58,7 +45,7 @@ def test_split_at_a_fraction_chooses_on_that_share():
     # The definition written out: the same permutations as the audit's, the first
     # int(0.3 n) of each world choose; the rates are counted on the other 70%.
     s = _gaussian(1.5, 5000, 2)
-    r = audit(s, delta=DELTA, threshold_selection=Split(0.3), seed=7)
+    r = audit(s, delta=DELTA, threshold_selection=A.Split(0.3), seed=7)
     rng = np.random.default_rng(7)
     _, cnt_in = split_halves(np.asarray(s.canary_in), rng, 0.3)
     _, cnt_out = split_halves(np.asarray(s.canary_out), rng, 0.3)
@@ -66,37 +53,37 @@ def test_split_at_a_fraction_chooses_on_that_share():
     assert r.fpr == np.mean(cnt_out >= r.threshold) and r.fnr == np.mean(cnt_in < r.threshold)
     assert r.extras["selection_fraction"] == 0.3 and r.rigorous
     # 0.5 is the engine's half split, number for number
-    half = audit(s, delta=DELTA, threshold_selection=Split(0.5), seed=7)
+    half = audit(s, delta=DELTA, threshold_selection=A.Split(0.5), seed=7)
     assert half.eps_lower == get_audit("eps_delta", seed=7)(s, delta=DELTA).eps_lower
 
 
 def test_multi_split_takes_a_fraction():
     s = _gaussian(1.5, 4000, 3)
-    r = audit(s, delta=DELTA, threshold_selection=MultiSplit(3, fraction=0.3), seed=1)
+    r = audit(s, delta=DELTA, threshold_selection=A.MultiSplit(3, fraction=0.3), seed=1)
     assert r.n_in == 2800 and r.extras["selection_fraction"] == 0.3
     assert len(r.extras["split_eps_lower"]) == 3
 
 
 def test_explicit_is_rigorous_only_when_declared_in_advance():
     s = _gaussian(1.0, 3000, 4)
-    plain = audit(s, delta=DELTA, threshold_selection=Explicit(1.5))
-    declared = audit(s, delta=DELTA, threshold_selection=Explicit(1.5, chosen_in_advance=True))
+    plain = audit(s, delta=DELTA, threshold_selection=A.Explicit(1.5))
+    declared = audit(s, delta=DELTA, threshold_selection=A.Explicit(1.5, chosen_in_advance=True))
     assert plain.eps_lower == declared.eps_lower and plain.threshold == 1.5
     assert not plain.rigorous and plain.optimistic
     assert declared.rigorous and declared.extras["chosen_in_advance"] is True
     assert "declares" in declared.guarantee.multiplicity
     assert declared.guarantee.label == "rigorous"
     with pytest.raises(TypeError, match="chosen_in_advance must be True or False"):
-        Explicit(1.5, chosen_in_advance="yes")
+        A.Explicit(1.5, chosen_in_advance="yes")
     with pytest.raises(ValueError, match="threshold must be a finite number"):
-        Explicit(float("nan"))
+        A.Explicit(float("nan"))
 
 
 def test_the_default_rule():
     """`BySampleSize`: `RankSplit()` from 3 scores per world, `Split()` below."""
-    rule = BySampleSize()
-    assert rule.choose(_gaussian(1.0, 3, 0)) == RankSplit()
-    assert rule.choose(Scores(np.arange(2.0), np.arange(5.0))) == Split()
+    rule = A.BySampleSize()
+    assert rule.choose(_gaussian(1.0, 3, 0)) == A.RankSplit()
+    assert rule.choose(Scores(np.arange(2.0), np.arange(5.0))) == A.Split()
     r = audit(np.arange(2.0) + 10, np.arange(2.0))
     assert r.extras["chosen_strategy"] == "Split()" and r.extras["threshold_selection"] == (
         "by_sample_size"
@@ -157,17 +144,17 @@ def test_reversed_scores_get_a_note_and_a_warning_naming_the_fix():
 def test_a_strategy_refuses_what_it_cannot_run():
     s = _gaussian(1.0, 100, 9)
     with pytest.raises(ValueError, match="needs a one-threshold audit"):
-        audit(s, "tradeoff", delta=DELTA, threshold_selection=RankSplit(),
+        audit(s, "tradeoff", delta=DELTA, threshold_selection=A.RankSplit(),
               accounting=None)  # fmt: skip
     with pytest.raises(ValueError, match="at least 3 scores per world"):
-        RankSplit()(get_audit("eps_delta"), Scores(np.arange(2.0), np.arange(2.0)), delta=0.0)
+        A.RankSplit()(get_audit("eps_delta"), Scores(np.arange(2.0), np.arange(2.0)), delta=0.0)
     with pytest.raises(TypeError, match="needs a one-threshold audit"):
-        Split()(get_audit("tradeoff"), s, delta=DELTA)
+        A.Split()(get_audit("tradeoff"), s, delta=DELTA)
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\)"):
-        Split(1.0)
+        A.Split(1.0)
     with pytest.raises(ValueError, match="options"):
-        audit(s, delta=DELTA, threshold_selection=RankSplit(), selection_fraction=0.2)
-    assert issubclass(Split, ThresholdStrategy)
+        audit(s, delta=DELTA, threshold_selection=A.RankSplit(), selection_fraction=0.2)
+    assert issubclass(A.Split, A.ThresholdStrategy)
 
 
 def test_the_jax_privacy_adapter_takes_the_values_with_the_same_statement():
@@ -178,8 +165,8 @@ def test_the_jax_privacy_adapter_takes_the_values_with_the_same_statement():
     auditor = CanaryScoreAuditor(np.asarray(s.canary_in), np.asarray(s.canary_out))
     from advsim.audits.jax_privacy import as_strategy
 
-    assert as_strategy(Split(0.3)) == JaxSplit(0.3)
-    at = auditor.epsilon_clopper_pearson(0.05, DELTA, threshold_strategy=Explicit(0.5))
+    assert as_strategy(A.Split(0.3)) == JaxSplit(0.3)
+    at = auditor.epsilon_clopper_pearson(0.05, DELTA, threshold_strategy=A.Explicit(0.5))
     assert at > 0
     with pytest.raises(TypeError, match="jax_privacy has no strategy RankSplit"):
-        auditor.epsilon_clopper_pearson(0.05, DELTA, threshold_strategy=RankSplit())
+        auditor.epsilon_clopper_pearson(0.05, DELTA, threshold_strategy=A.RankSplit())
