@@ -23,15 +23,18 @@ The GDP and family audits test their assumption on the held-out runs
 nothing, that a release's trade-off curve lies below a bound's (the heuristic's,
 composition's, GDP's): what a counterexample claim needs.
 
-With `threshold_selection="split"` (default) the threshold is chosen on half the runs and
-the rates counted on the other half; `"same"` reproduces the papers' practice and is
-marked optimistic. `audit(...)` also takes jax_privacy's other strategies: `"explicit"`
-(a given `threshold`), `"multi_split"` (lower median of split bounds at level alpha / 2,
-held out) and `"bonferroni"` (every threshold at level alpha / K; not held out), and
-advsim's held-out `"projected_split"` (two thresholds chosen on 15% of the runs, counted
-on the other 85%) and `"rank_split"` (up to two tests planned on 10% of the runs, placed
-at ranks of the counting part: the tightest held-out bound measured against jax_privacy's
-strategies, `advsim figure threshold_vs_jax_privacy`).
+The threshold is chosen by a strategy (`ThresholdStrategy`), passed to `audit` as a value
+or its alias: `BySampleSize()` (`"by_sample_size"`, the default: `RankSplit()` from 3
+scores per world, else `Split()`, the best rigorous strategy measured at each size,
+`advsim figure threshold_vs_jax_privacy`), `Split(fraction)` (`"split"`: one threshold
+chosen on a random share of each world, counted on the rest), `RankSplit(fraction)`
+(`"rank_split"`: up to two tests planned on 10% of the runs, placed at ranks of the
+counting part), `ProjectedSplit(fraction)` (`"projected_split"`), `MultiSplit`
+(`"multi_split"`: lower median of split bounds at level alpha / 2), all held out;
+`Explicit(threshold, chosen_in_advance=...)` (`"explicit"`; held out only when declared
+fixed in advance), `Bonferroni()` (`"bonferroni"`: every threshold at level alpha / K; not
+held out) and `Same()` (`"same"`: the papers' practice, marked optimistic). A strategy of
+your own subclasses `ThresholdStrategy` and is named by its class path.
 
 `bayesian_estimate` / `bayesian_audit` (Zanella-Beguelin et al. 2023) give a credible
 interval for eps (`BayesianEstimate`, Jeffreys priors): a statement about a posterior, not
