@@ -24,7 +24,7 @@ nothing, that a release's trade-off curve lies below a bound's (the heuristic's,
 composition's, GDP's): what a counterexample claim needs.
 
 The threshold is chosen by a strategy (`ThresholdStrategy`), passed to `audit` as a value
-or its alias: `BySampleSize()` (`"by_sample_size"`, the default: `RankSplit()` from 3
+or its alias: `BySampleSize()` (`"by_sample_size"`, `audit`'s default: `RankSplit()` from 3
 scores per world, else `Split()`, the best rigorous strategy measured at each size,
 `advsim figure threshold_vs_jax_privacy`), `Split(fraction)` (`"split"`: one threshold
 chosen on a random share of each world, counted on the rest), `RankSplit(fraction)`

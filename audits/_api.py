@@ -188,7 +188,7 @@ def audit(
             (the log of a ratio of bounded rates) is exact. It is a lower bound on the eps
             of (eps, 0)-DP, the largest eps of any delta: compare it with a claimed eps at
             delta = 0 (infinite for Gaussian noise), and pass the claim's delta (e.g.
-            `delta=1e-5`, the default of `advsim.run_audit`, the sweeps and the command
+            `delta=1e-5`, the default of `run_audit`, the sweeps and the command
             line, which audit a DP-SGD run against its claimed (eps, delta)) to test a
             claimed (eps, delta). `"gdp"`, `"family"` and `"tradeoff"` refuse delta = 0 (a
             ValueError says why: their eps is infinite there for every mechanism they

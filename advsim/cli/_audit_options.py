@@ -51,9 +51,10 @@ def _threshold_help() -> str:
         if s not in ("by_sample_size", "split", "same")
     ]
     return (
-        "by_sample_size (default): the best rigorous strategy for the number of runs "
-        "(rank_split from 3 runs per world); split: choose the threshold on half the runs, "
-        "count on the other half (held out); same: on all runs (optimistic); or a strategy "
+        "split (default): choose the threshold on half the runs, count on the other half "
+        "(held out); by_sample_size: the best rigorous strategy for the number of runs "
+        "(rank_split from 3 runs per world; advsim.audits.audit's default); same: on all "
+        "runs (optimistic); or a strategy "
         "of advsim.audits.audit: " + ", ".join(strategies) + "; or module:Class, a "
         "ThresholdStrategy of your own"
     )

@@ -42,7 +42,7 @@ _AUDIT_DEFAULTS = {
     "trials": 100_000,
     "method": "eps_delta",  # "family" for the heuristic's family: `_defaults`
     "confidence": 0.95,
-    "threshold_selection": DEFAULT_THRESHOLD_SELECTION,
+    "threshold_selection": "split",
 }
 
 
@@ -297,12 +297,12 @@ def _streaming_defaults(fixed: dict, swept: set, defaults: dict) -> None:
     """A streaming sweep's settings (`streaming = true` in `[sweep]`): its method defaults
     to "eps_delta" (the statement a streaming audit makes), and its cells have no
     `threshold_selection` (the tests are planned on the pilot; the records read
-    "streaming"): a fixed default ("by_sample_size") or "split" is dropped (the same cells
-    as unset), any
+    "streaming"): a fixed "split" (the default) or "by_sample_size" is dropped (the same
+    cells as unset), any
     other value is refused with the cells (`check_audit_options`), and a swept one here."""
     defaults["method"] = "eps_delta"
     del defaults["threshold_selection"]
-    if fixed.get("threshold_selection") in (_AUDIT_DEFAULTS["threshold_selection"], "split"):
+    if fixed.get("threshold_selection") in ("split", DEFAULT_THRESHOLD_SELECTION):
         del fixed["threshold_selection"]
     if "threshold_selection" in swept:
         raise ValueError(

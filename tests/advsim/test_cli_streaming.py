@@ -78,11 +78,9 @@ def test_run_audit_refuses_pilot_runs_without_streaming():
 
 
 def test_cells_of_configs_without_streaming_keep_their_ids():
-    """Ids computed before the streaming keys existed; `streaming = false` is that config.
-    (The default strategy was "split" then: set here, docs/changelog.md.)"""
+    """Ids computed before the streaming keys existed; `streaming = false` is that config."""
     config = {
-        "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta",
-                  "threshold_selection": "split"},
+        "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta"},
         "mechanism": {"name": "linear", "sampling_prob": 1.0, "noise_multiplier": 1.0},
         "grid": {"steps": [1, 2]},
     }

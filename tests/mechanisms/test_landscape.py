@@ -232,7 +232,7 @@ def _ratio(sigma, b, n, orientation="reinforce", seed=0):
     for steps in (1, 25):
         mech = ThresholdLandscape(steps, sigma, b, orientation=orientation)
         scores = advsim.simulate(mech, ThresholdAdversary(), n, jax.random.key(seed))
-        eps[steps] = audit(scores, "gdp", delta=DELTA).eps_lower
+        eps[steps] = audit(scores, "gdp", delta=DELTA, threshold_selection="split").eps_lower
     return eps[25] / eps[1], eps
 
 

@@ -28,15 +28,14 @@ def _ids(config) -> list[str]:
 def test_a_config_without_them_keeps_its_cell_ids(selection):
     """The id is 16 hex digits of SHA-256 over the canonical JSON of mode, mechanism,
     adversary, parameters and seed; recomputed here with the parameters a cell had before
-    the audit options existed: nothing was added to them. The default strategy is
-    "by_sample_size" (it was "split", docs/changelog.md): a config that sets
-    threshold_selection = "split" has the cells, and ids, of a config written before."""
+    the audit options existed: nothing was added to them. A sweep's default strategy is
+    "split", so a config that sets it has the same cells."""
     given = {} if selection is None else {"threshold_selection": selection}
     config = parse_config(_config(**given))
     for cell, q in zip(config.cells(), (0.5, 0.25), strict=True):
         params = {
             "confidence": 0.95, "delta": 1e-3, "method": "family", "noise_multiplier": 1.0,
-            "steps": 2, "threshold_selection": selection or "by_sample_size", "trials": 200,
+            "steps": 2, "threshold_selection": "split", "trials": 200,
             "sampling_prob": q,
         }  # fmt: skip
         ident = {
