@@ -87,6 +87,17 @@ def test_their_method_reproduces_rows_of_results_txt(index):
     assert order_tail_probability(_channel(family, q, above), u, r, n) >= 0.05
 
 
+@pytest.mark.parametrize("index", [0, 59])
+def test_the_whole_search_prints_their_digits(index):
+    """The full bisection and the conversion to eps (`channel_epsilon`: the closed form
+    for mu-GDP, the discretised hockey stick for the subsampled pair) on rows 0 and 59:
+    1.1926 and 7.0250 as printed. (The bracketing test above checks the tail law alone.)"""
+    row = ROWS[index]
+    family, q, n, r, u = _row(row)
+    eps, _ = one_run_order_epsilon(n, r, u, delta=DELTA, family=family, sampling_prob=q)
+    assert f"{eps:.4f}" == row["order_printed"]
+
+
 def test_no_mistakes_is_a_valid_outcome():
     """u = 0 (every released guess right) is the strongest outcome, not an invalid one: one
     guess, right, rejects nothing at level 0.05 (P[T = 0] >= 1/2 for every channel)."""
