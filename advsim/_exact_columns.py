@@ -107,16 +107,7 @@ def _fingerprint(mechanism) -> tuple | None:
         return None
 
 
-def exact_columns(
-    mechanism: AbstractMechanism,
-    delta: float,
-    *,
-    refinements: int = EXACT_REFINEMENTS,
-    rtol: float | None = EXACT_RTOL,
-    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    max_work: float | None = EXACT_MAX_WORK,
-    progress: bool | None = False,
-) -> dict:
+def exact_columns(mechanism: AbstractMechanism, delta: float, **settings) -> dict:
     """The `EXACT_COLUMNS` of a mechanism: the exact epsilon(delta) of its last model where
     it has the capability, else empty with the reason.
 
@@ -141,22 +132,22 @@ def exact_columns(
     Args:
         mechanism: any advsim mechanism (for an audit: the one the adversary crafted).
         delta: delta in (0, 1).
-        refinements: the most grids, each twice as fine as the last (2-6); with
-            `rtol=None`, the exact count (1-6, where 1 gives no estimate).
-        rtol: the relative tolerance on the error estimate, in (0, 1), or None for a fixed
-            `refinements` grids (default `EXACT_RTOL`, 1e-4).
-        cells_per_sd: nodes per noise sd of the coarsest grid.
-        max_work: the largest coarsest grid computed, in nodes x steps x count components
-            (None: no limit).
-        progress: the engine's tqdm bar over the steps (None: automatic for long runs).
+        **settings: optional keywords:
+            `refinements`, the most grids, each twice as fine as the last (2-6); with
+            `rtol=None`, the exact count (1-6, where 1 gives no estimate; default
+            `EXACT_REFINEMENTS`);
+            `rtol`, the relative tolerance on the error estimate, in (0, 1), or None for
+            a fixed `refinements` grids (default `EXACT_RTOL`, 1e-4);
+            `cells_per_sd`, nodes per noise sd of the coarsest grid;
+            `max_work`, the largest coarsest grid computed, in nodes x steps x count
+            components (None: no limit; default `EXACT_MAX_WORK`);
+            `progress`, the engine's tqdm bar over the steps (None: automatic for long
+            runs; default False).
 
     Returns:
         `{"exact_epsilon", "exact_error", "exact_error_kind", "exact_note"}`.
     """
-    return timed_exact_columns(
-        mechanism, delta, refinements=refinements, rtol=rtol, cells_per_sd=cells_per_sd,
-        max_work=max_work, progress=progress,
-    )[0]  # fmt: skip
+    return timed_exact_columns(mechanism, delta, **settings)[0]
 
 
 def timed_exact_columns(
@@ -171,7 +162,7 @@ def timed_exact_columns(
 ) -> tuple[dict, float | None]:
     """`(exact_columns(...), seconds)`: the seconds its computation took, here or on an
     `ExactBeside` thread (reported once, to the first caller that reads the value), or
-    None for a value found in the cache."""
+    None for a value found in the cache. The arguments are `exact_columns`'s."""
     delta, refinements, rtol = _checked(delta, refinements, rtol)
     try:
         check_scalar_law(mechanism)
@@ -306,7 +297,7 @@ class ExactBeside:
         >>> beside = ExactBeside([lambda: (mech, 1e-5, {})])
         >>> beside.stop(finish=True)  # wait for every job
         >>> round(exact_columns(mech, 1e-5)["exact_epsilon"], 4)  # the value it computed
-        1.0424
+        1.8395
     """
 
     def __init__(self, jobs: Iterable[Callable[[], tuple | None]]):

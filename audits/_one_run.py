@@ -106,7 +106,7 @@ def one_run_p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
 
     Example:
         >>> round(one_run_p_value(1000, 100, 90, 1.0, 0.0), 6)  # P[Bin(100, 0.731) >= 90]
-        1.5e-05
+        2.7e-05
     """
     if not 0 <= v <= r <= m:
         raise ValueError(f"need 0 <= v <= r <= m, got m={m}, r={r}, v={v}")

@@ -202,8 +202,8 @@ def plan_tests(
         >>> rng = np.random.default_rng(0)
         >>> pilot = Scores(rng.normal(1.0, 1.0, 10**4), rng.normal(0.0, 1.0, 10**4))
         >>> plan = plan_tests(pilot, 10**6, delta=1e-5, num_tests=2)
-        >>> plan.num_tests, plan.directions
-        (2, ('in above', 'out below'))
+        >>> plan.num_tests, plan.directions  # in the thresholds' order
+        (2, ('out below', 'in above'))
     """
     if not isinstance(pilot, Scores):
         raise TypeError(f"pilot must be an advsim.Scores, got {type(pilot).__name__}")
