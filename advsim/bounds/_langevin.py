@@ -290,19 +290,7 @@ def langevin_bound(
     )  # fmt: skip
 
 
-def langevin_rdp(
-    alpha,
-    *,
-    steps,
-    noise_multiplier,
-    clip_norm,
-    lipschitz,
-    strong_convexity,
-    smoothness,
-    learning_rate,
-    num_examples,
-    neighbouring: str = "add_remove",
-) -> float:
+def langevin_rdp(alpha, *, steps, **run) -> float:
     r"""$\varepsilon_\alpha$ of the last model of full-batch DP-GD (formula 1).
 
     $\frac{2\alpha s_1^2}{m\lambda\sigma^2C^2}(1 - e^{-\lambda mT/2})$; the arguments and
@@ -310,7 +298,10 @@ def langevin_rdp(
 
     Args:
         alpha: the Renyi order $\alpha > 1$.
-        **run: as `langevin_bound` (without `delta`).
+        steps: $T \ge 1$.
+        **run: the other keywords of `langevin_bound` (`noise_multiplier`, `clip_norm`,
+            `lipschitz`, `strong_convexity`, `smoothness`, `learning_rate`,
+            `num_examples`, optional `neighbouring`), without `delta`.
 
     Returns:
         $\varepsilon_\alpha \ge 0$, an upper bound under `ASSUMPTIONS`.
@@ -325,11 +316,9 @@ def langevin_rdp(
         39.730482
     """
     alpha = _check_alpha(alpha)
-    return alpha * langevin_bound(
-        steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm, lipschitz=lipschitz,
-        strong_convexity=strong_convexity, smoothness=smoothness,
-        learning_rate=learning_rate, num_examples=num_examples, neighbouring=neighbouring,
-    ).rho  # fmt: skip
+    if "delta" in run:
+        raise TypeError("langevin_rdp() takes no delta (langevin_epsilon does)")
+    return alpha * langevin_bound(steps, **run).rho
 
 
 def langevin_epsilon(delta, *, orders=RENYI_ORDERS, **run) -> float:
