@@ -17,7 +17,7 @@ from ._result import AuditResult
 from ._strategies import _planning_split
 from ._threshold import candidate_thresholds, clopper_pearson_upper, counts_at
 
-__all__ = ["RANK_SPLIT_FRACTION", "RANK_SPLIT_MIN_SCORES", "rank_split_audit"]
+__all__ = ["RANK_SPLIT_FRACTION", "rank_split_audit"]
 
 
 #: The exponential tail beyond the choosing part's extreme score is fitted to its top
@@ -29,10 +29,6 @@ _DENSE_RANKS, _RANK_CAP = 256, 0.6
 
 #: `rank_split`'s default share of each world that chooses the tests.
 RANK_SPLIT_FRACTION = 0.1
-
-
-#: The fewest scores per world `rank_split` takes: one chooses, two are counted.
-RANK_SPLIT_MIN_SCORES = 3
 
 
 #: The shares of a test's level that `rank_split` may give its rank-placed rate (the rest
@@ -212,13 +208,12 @@ def rank_split_audit(
         and counted bound) and `extras["placement"]` ("ranks" or "values").
 
     Raises:
-        ValueError: bad `delta` or `selection_fraction`, fewer than
-            `RANK_SPLIT_MIN_SCORES` (3) scores per world.
+        ValueError: bad `delta` or `selection_fraction`.
     """
-    delta, ctx, (sel_in, cnt_in), (sel_out, cnt_out) = _planning_split(
-        "rank_split", RANK_SPLIT_MIN_SCORES, "one plans the tests",
-        audit, scores, delta, accounting, selection_fraction,
-    )  # fmt: skip
+    delta, ctx, in_parts, out_parts = _planning_split(
+        audit, scores, delta, accounting, selection_fraction
+    )
+    (sel_in, cnt_in), (sel_out, cnt_out) = in_parts, out_parts
     pooled = np.concatenate([sel_in, sel_out])
     tied = 1.0 - np.unique(pooled).size / pooled.size > _TIE_SHARE
     values = None

@@ -128,8 +128,9 @@ __all__ = [
 
 #: `projected_split`'s default share of each world that chooses the threshold.
 SELECTION_FRACTION = 0.15
-#: The fewest scores per world `projected_split` takes: one chooses, two are counted.
-PROJECTED_SPLIT_MIN_SCORES = 3
+#: The fewest scores per world `projected_split` and `rank_split` take: one plans, two
+#: are counted.
+PLANNING_MIN_SCORES = 3
 
 
 def _with(
@@ -242,18 +243,13 @@ def _part(scores: np.ndarray, rng: np.random.Generator, fraction: float) -> tupl
     return np.sort(scores[perm[:cut]]), np.sort(scores[perm[cut:]])
 
 
-def _planning_split(name, least, role, audit, scores, delta, accounting, fraction):
-    """The checks and the split `projected_split` and `rank_split` share: `fraction` in
-    (0, 1), at least `least` scores per world, then (delta, context, (planning, counting)
-    of the in-world, (planning, counting) of the out-world), parts drawn with the audit's
-    seed in-world first."""
+def _planning_split(audit, scores, delta, accounting, fraction):
+    """The split `projected_split` and `rank_split` share: (delta, context, (planning,
+    counting) of the in-world, (planning, counting) of the out-world), parts drawn with
+    the audit's seed in-world first. Their strategy values (`ProjectedSplit`,
+    `RankSplit`) have checked `fraction` and each world's size (`min_scores`)."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"selection_fraction must be in (0, 1), got {fraction!r}")
-    if isinstance(scores, Scores) and min(scores.n_in, scores.n_out) < least:
-        raise ValueError(
-            f"threshold_selection={name!r} needs at least {least} scores per world ({role}, "
-            f"two are counted), got n_in={scores.n_in}, n_out={scores.n_out}"
-        )
     delta, ctx, cin, cout = _prepare(audit, scores, delta, accounting)
     rng = np.random.default_rng(audit.seed)
     return delta, ctx, _part(cin, rng, fraction), _part(cout, rng, fraction)
@@ -271,7 +267,7 @@ def projected_split_audit(
 
     Args:
         audit: a threshold audit (its `confidence`, `seed` and method are used).
-        scores: both worlds' scores, at least `PROJECTED_SPLIT_MIN_SCORES` (3) per world.
+        scores: both worlds' scores, at least `PLANNING_MIN_SCORES` (3) per world.
         delta: the DP delta (0 where the audit states pure DP).
         accounting: passed to the audit.
         selection_fraction: the share of each world that chooses the thresholds, in
@@ -282,13 +278,12 @@ def projected_split_audit(
         counting part, each bounded at confidence 1 - (1 - c) / 2 (held out).
 
     Raises:
-        ValueError: bad `delta` or `selection_fraction`, fewer than
-            `PROJECTED_SPLIT_MIN_SCORES` (3) scores per world.
+        ValueError: bad `delta` or `selection_fraction`.
     """
-    delta, ctx, (sel_in, cnt_in), (sel_out, cnt_out) = _planning_split(
-        "projected_split", PROJECTED_SPLIT_MIN_SCORES, "one chooses the thresholds",
-        audit, scores, delta, accounting, selection_fraction,
-    )  # fmt: skip
+    delta, ctx, planning, counting = _planning_split(
+        audit, scores, delta, accounting, selection_fraction
+    )
+    (sel_in, cnt_in), (sel_out, cnt_out) = planning, counting
     cands = candidate_thresholds(sel_in, sel_out)
     fp, fn = counts_at(sel_in, sel_out, cands)
     # Each rule scales the choosing part's rates to counts on the counting part and

@@ -38,10 +38,10 @@ from advsim import Accounting, Scores
 from advsim.validation import check_in_interval, check_int, import_class_path
 
 from ._base import AbstractThresholdAudit, run_threshold_audit
-from ._rank_split import RANK_SPLIT_FRACTION, RANK_SPLIT_MIN_SCORES, rank_split_audit
+from ._rank_split import RANK_SPLIT_FRACTION, rank_split_audit
 from ._result import AuditResult
 from ._strategies import (
-    PROJECTED_SPLIT_MIN_SCORES,
+    PLANNING_MIN_SCORES,
     SELECTION_FRACTION,
     bonferroni_audit,
     multi_split_audit,
@@ -272,6 +272,7 @@ class _PlanningSplit(ThresholdStrategy):
 
     fraction: eqx.AbstractVar[float]
     plan: ClassVar[staticmethod]
+    min_scores: ClassVar[int] = PLANNING_MIN_SCORES
 
     def __check_init__(self):
         _check_fraction(self.fraction)
@@ -293,7 +294,6 @@ class ProjectedSplit(_PlanningSplit):
 
     fraction: float = SELECTION_FRACTION
     name: ClassVar[str] = "projected_split"
-    min_scores: ClassVar[int] = PROJECTED_SPLIT_MIN_SCORES
     plan: ClassVar[staticmethod] = staticmethod(projected_split_audit)
 
 
@@ -337,7 +337,6 @@ class RankSplit(_PlanningSplit):
 
     fraction: float = RANK_SPLIT_FRACTION
     name: ClassVar[str] = "rank_split"
-    min_scores: ClassVar[int] = RANK_SPLIT_MIN_SCORES
     plan: ClassVar[staticmethod] = staticmethod(rank_split_audit)
 
 
@@ -353,7 +352,7 @@ class Bonferroni(ThresholdStrategy):
 
 
 #: `BySampleSize`'s rule: `RankSplit()` from this many scores per world on.
-BY_SAMPLE_SIZE_RANK_FROM = RANK_SPLIT_MIN_SCORES
+BY_SAMPLE_SIZE_RANK_FROM = PLANNING_MIN_SCORES
 
 
 class BySampleSize(ThresholdStrategy):
