@@ -28,23 +28,9 @@ import math
 
 from hypothesis import strategies as st
 
+from advsim import bounds
 from advsim._schedule import CanarySchedule
-from advsim.bounds._assumptions import (
-    Assumption,
-    BoundedDomain,
-    ConstantStepSize,
-    Convex,
-    CyclicBatches,
-    FullBatch,
-    HolderGradients,
-    Linear,
-    LipschitzWithinClip,
-    PoissonBatches,
-    RegularizerAsExample,
-    Smooth,
-    StepSizeAtMost,
-    StronglyConvex,
-)
+from advsim.bounds import Assumption
 from advsim.testing._exact import _STEPS, _choice, _logs, _spec, _uniform, scalar_fields
 from advsim.testing._fields import (
     ProjectedScalarFieldConstruction,
@@ -56,10 +42,20 @@ from advsim.testing._strategies import _log_uniform
 __all__ = ["constructions"]
 
 _KNOWN = (
-    BoundedDomain, ConstantStepSize, Convex, CyclicBatches, FullBatch, HolderGradients, Linear,
-    LipschitzWithinClip, PoissonBatches, RegularizerAsExample, Smooth, StepSizeAtMost,
-    StronglyConvex,
-)  # fmt: skip
+    bounds.BoundedDomain,
+    bounds.ConstantStepSize,
+    bounds.Convex,
+    bounds.CyclicBatches,
+    bounds.FullBatch,
+    bounds.HolderGradients,
+    bounds.Linear,
+    bounds.LipschitzWithinClip,
+    bounds.PoissonBatches,
+    bounds.RegularizerAsExample,
+    bounds.Smooth,
+    bounds.StepSizeAtMost,
+    bounds.StronglyConvex,
+)
 
 
 def _find(assumptions, kind):
@@ -107,30 +103,34 @@ def constructions(
                 f"constructions cannot build {type(a).__name__} (it builds "
                 f"{', '.join(k.__name__ for k in _KNOWN)})"
             )
-    linear = bool(_find(assumptions, Linear))
-    bounded = bool(_find(assumptions, BoundedDomain))
+    linear = bool(_find(assumptions, bounds.Linear))
+    bounded = bool(_find(assumptions, bounds.BoundedDomain))
     if linear and bounded:
         raise ValueError("Linear (no projection) and BoundedDomain cannot both hold")
-    batch_kinds = [k for k in (FullBatch, PoissonBatches, CyclicBatches) if _find(assumptions, k)]
+    batch_kinds = [
+        k
+        for k in (bounds.FullBatch, bounds.PoissonBatches, bounds.CyclicBatches)
+        if _find(assumptions, k)
+    ]
     if len(batch_kinds) > 1:
         raise ValueError(f"batching: {[k.__name__ for k in batch_kinds]} cannot all hold")
-    convex = bool(_find(assumptions, Convex)) or bool(_find(assumptions, StronglyConvex))
-    strong = _find(assumptions, StronglyConvex)
+    strong = _find(assumptions, bounds.StronglyConvex)
+    convex = bool(_find(assumptions, bounds.Convex) or strong)
     strong_examples = [a for a in strong if a.of == "examples"]
     strong_objective = [a for a in strong if a.of == "objective"]
-    smooth = bool(_find(assumptions, Smooth) or _find(assumptions, HolderGradients))
+    smooth = bool(_find(assumptions, bounds.Smooth) or _find(assumptions, bounds.HolderGradients))
     # A beta < 1 Holder constant on the line needs bounded terms (min(M h, 2S) <= M^b
     # (2S)^(1-b) h^b); on a bounded domain every Lipschitz field is Holder.
-    holder_bounded = any(a.beta < 1.0 for a in _find(assumptions, HolderGradients))
-    lipschitz = bool(_find(assumptions, LipschitzWithinClip))
-    reg_within = bool(_find(assumptions, RegularizerAsExample))
-    limits = _find(assumptions, StepSizeAtMost)
+    holder_bounded = any(a.beta < 1.0 for a in _find(assumptions, bounds.HolderGradients))
+    lipschitz = bool(_find(assumptions, bounds.LipschitzWithinClip))
+    reg_within = bool(_find(assumptions, bounds.RegularizerAsExample))
+    limits = _find(assumptions, bounds.StepSizeAtMost)
     # Genuinely Holder fields (root terms, not Lipschitz) where nothing asks for a finite
     # smoothness: exponents in [beta, 1] on a bounded domain, beta itself on the line.
-    betas = sorted({a.beta for a in _find(assumptions, HolderGradients)})
+    betas = sorted({a.beta for a in _find(assumptions, bounds.HolderGradients)})
     root_terms = (
         1
-        if betas and betas[-1] < 1.0 and not _find(assumptions, Smooth) and not limits
+        if betas and betas[-1] < 1.0 and not _find(assumptions, bounds.Smooth) and not limits
         and not (lipschitz and not bounded) and (bounded or len(betas) == 1)
         else 0
     )  # fmt: skip
@@ -177,16 +177,16 @@ def constructions(
             m_min = max(a.minimum for a in strong_objective)
             if m_min > 0:
                 radius = min(radius, c / (2.0 * m_min))
-        n_groups = 0 if CyclicBatches in batch_kinds else draw(g_s)
+        n_groups = 0 if bounds.CyclicBatches in batch_kinds else draw(g_s)
         counts = [draw(st.integers(1, 3)) for _ in range(n_groups)]
         with_reg = not linear and draw(st.booleans()) or bool(strong_objective)
         n = 1 + sum(counts)
         # Batching.
-        if FullBatch in batch_kinds:
+        if bounds.FullBatch in batch_kinds:
             batching, q, schedule = "fixed", 1.0, CanarySchedule.every_step(sampled=False)
-        elif PoissonBatches in batch_kinds:
+        elif bounds.PoissonBatches in batch_kinds:
             batching, q, schedule = "poisson", draw(q_s), CanarySchedule.every_step()
-        elif CyclicBatches in batch_kinds:
+        elif bounds.CyclicBatches in batch_kinds:
             period = draw(st.integers(1, 3))
             batching, q = "fixed", 1.0
             schedule = CanarySchedule.every(period, sampled=False)

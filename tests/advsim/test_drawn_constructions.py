@@ -59,23 +59,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from advsim import bounds
 from advsim.bounds import (
     Assumption,
-    BoundedDomain,
-    ConstantStepSize,
-    Convex,
-    CyclicBatches,
-    FullBatch,
-    HolderGradients,
     LastIterateHeuristic,
-    Linear,
-    LipschitzWithinClip,
-    PoissonBatches,
-    RegularizerAsExample,
     ShiftedInterpolation,
-    Smooth,
-    StepSizeAtMost,
-    StronglyConvex,
     StronglyConvexGDP,
 )
 from advsim.testing import SETTINGS, constructions
@@ -353,19 +341,19 @@ def _check_step_size(a, mech, grid):
 
 
 _CHECKS = {
-    Linear: _check_linear,
-    Convex: _check_convex,
-    StronglyConvex: _check_strongly_convex,
-    Smooth: _check_smooth,
-    HolderGradients: _check_holder,
-    LipschitzWithinClip: _check_lipschitz,
-    RegularizerAsExample: _check_regularizer_as_example,
-    BoundedDomain: _check_bounded_domain,
-    FullBatch: _check_full_batch,
-    PoissonBatches: _check_poisson,
-    CyclicBatches: _check_cyclic,
-    ConstantStepSize: _check_constant_step,
-    StepSizeAtMost: _check_step_size,
+    bounds.Linear: _check_linear,
+    bounds.Convex: _check_convex,
+    bounds.StronglyConvex: _check_strongly_convex,
+    bounds.Smooth: _check_smooth,
+    bounds.HolderGradients: _check_holder,
+    bounds.LipschitzWithinClip: _check_lipschitz,
+    bounds.RegularizerAsExample: _check_regularizer_as_example,
+    bounds.BoundedDomain: _check_bounded_domain,
+    bounds.FullBatch: _check_full_batch,
+    bounds.PoissonBatches: _check_poisson,
+    bounds.CyclicBatches: _check_cyclic,
+    bounds.ConstantStepSize: _check_constant_step,
+    bounds.StepSizeAtMost: _check_step_size,
 }
 
 
@@ -374,12 +362,12 @@ _CHECKS = {
 
 
 _MIXED = (
-    StronglyConvex(of="examples"),
-    Smooth(),
-    LipschitzWithinClip(),
-    BoundedDomain(),
-    PoissonBatches(),
-    StepSizeAtMost(1.0),
+    bounds.StronglyConvex(of="examples"),
+    bounds.Smooth(),
+    bounds.LipschitzWithinClip(),
+    bounds.BoundedDomain(),
+    bounds.PoissonBatches(),
+    bounds.StepSizeAtMost(1.0),
 )
 
 _SETS = [
@@ -387,26 +375,42 @@ _SETS = [
     pytest.param(ShiftedInterpolation().assumptions, id="ShiftedInterpolation"),
     pytest.param(StronglyConvexGDP().assumptions, id="StronglyConvexGDP"),
     pytest.param(_MIXED, id="mixed"),
-    pytest.param((Linear(), ConstantStepSize(), PoissonBatches()), id="linear-poisson"),
-    pytest.param((Convex(),), id="convex"),
-    pytest.param((StronglyConvex(of="objective", minimum=0.1),), id="sc-objective"),
     pytest.param(
-        (StronglyConvex(of="objective", minimum=0.1), RegularizerAsExample(), BoundedDomain()),
+        (bounds.Linear(), bounds.ConstantStepSize(), bounds.PoissonBatches()), id="linear-poisson"
+    ),
+    pytest.param((bounds.Convex(),), id="convex"),
+    pytest.param((bounds.StronglyConvex(of="objective", minimum=0.1),), id="sc-objective"),
+    pytest.param(
+        (
+            bounds.StronglyConvex(of="objective", minimum=0.1),
+            bounds.RegularizerAsExample(),
+            bounds.BoundedDomain(),
+        ),
         id="sc-objective-reg-bounded",
     ),
-    pytest.param((StronglyConvex(of="examples", minimum=0.1),), id="sc-examples"),
-    pytest.param((Smooth(),), id="smooth"),
-    pytest.param((Smooth(), StepSizeAtMost(1.0, of="objective")), id="smooth-step-objective"),
-    pytest.param((HolderGradients(0.5), BoundedDomain()), id="holder-0.5-bounded"),
-    pytest.param((HolderGradients(1.0), BoundedDomain(), Convex()), id="holder-1-bounded"),
-    pytest.param((HolderGradients(0.5),), id="holder-0.5-line"),
-    pytest.param((LipschitzWithinClip(),), id="lipschitz-line"),
-    pytest.param((LipschitzWithinClip(), BoundedDomain(), Convex()), id="lipschitz-bounded"),
-    pytest.param((RegularizerAsExample(),), id="regularizer-as-example"),
-    pytest.param((RegularizerAsExample(), BoundedDomain()), id="regularizer-bounded"),
-    pytest.param((FullBatch(), StepSizeAtMost(0.5)), id="full-batch-step"),
-    pytest.param((CyclicBatches(), Convex()), id="cyclic"),
-    pytest.param((PoissonBatches(), StepSizeAtMost(2.0, of="objective")), id="poisson-step"),
+    pytest.param((bounds.StronglyConvex(of="examples", minimum=0.1),), id="sc-examples"),
+    pytest.param((bounds.Smooth(),), id="smooth"),
+    pytest.param(
+        (bounds.Smooth(), bounds.StepSizeAtMost(1.0, of="objective")), id="smooth-step-objective"
+    ),
+    pytest.param((bounds.HolderGradients(0.5), bounds.BoundedDomain()), id="holder-0.5-bounded"),
+    pytest.param(
+        (bounds.HolderGradients(1.0), bounds.BoundedDomain(), bounds.Convex()),
+        id="holder-1-bounded",
+    ),
+    pytest.param((bounds.HolderGradients(0.5),), id="holder-0.5-line"),
+    pytest.param((bounds.LipschitzWithinClip(),), id="lipschitz-line"),
+    pytest.param(
+        (bounds.LipschitzWithinClip(), bounds.BoundedDomain(), bounds.Convex()),
+        id="lipschitz-bounded",
+    ),
+    pytest.param((bounds.RegularizerAsExample(),), id="regularizer-as-example"),
+    pytest.param((bounds.RegularizerAsExample(), bounds.BoundedDomain()), id="regularizer-bounded"),
+    pytest.param((bounds.FullBatch(), bounds.StepSizeAtMost(0.5)), id="full-batch-step"),
+    pytest.param((bounds.CyclicBatches(), bounds.Convex()), id="cyclic"),
+    pytest.param(
+        (bounds.PoissonBatches(), bounds.StepSizeAtMost(2.0, of="objective")), id="poisson-step"
+    ),
 ]
 
 
@@ -438,12 +442,16 @@ def test_every_buildable_assumption_has_a_check():
 @pytest.mark.parametrize(
     ("assumptions", "match"),
     [
-        pytest.param((Linear(), BoundedDomain()), r"Linear.*BoundedDomain", id="linear-bounded"),
         pytest.param(
-            (FullBatch(), PoissonBatches()), r"FullBatch.*PoissonBatches", id="full-poisson"
+            (bounds.Linear(), bounds.BoundedDomain()), r"Linear.*BoundedDomain", id="linear-bounded"
         ),
         pytest.param(
-            (StronglyConvex(of="examples"), LipschitzWithinClip()),
+            (bounds.FullBatch(), bounds.PoissonBatches()),
+            r"FullBatch.*PoissonBatches",
+            id="full-poisson",
+        ),
+        pytest.param(
+            (bounds.StronglyConvex(of="examples"), bounds.LipschitzWithinClip()),
             r"LipschitzWithinClip needs BoundedDomain",
             id="sc-examples-lipschitz-line",
         ),
@@ -455,7 +463,11 @@ def test_contradictory_sets_raise(assumptions, match):
 
 
 @settings(SETTINGS, max_examples=3)
-@given(constructions((StronglyConvex(of="examples"), LipschitzWithinClip(), BoundedDomain())))
+@given(
+    constructions(
+        (bounds.StronglyConvex(of="examples"), bounds.LipschitzWithinClip(), bounds.BoundedDomain())
+    )
+)
 def test_the_same_set_with_a_bounded_domain_builds(mech):
     assert isinstance(mech, ProjectedScalarFieldConstruction)
 
@@ -471,7 +483,7 @@ class _Unknown(Assumption):
 
 def test_an_unknown_assumption_raises():
     with pytest.raises(ValueError, match="cannot build _Unknown"):
-        constructions((Convex(), _Unknown()))
+        constructions((bounds.Convex(), _Unknown()))
 
 
 # ----------------------------------------------------------------------------------------
@@ -498,50 +510,52 @@ def _negative_controls():
 
     up = {"offset": -0.5, "slope": 0.05}
     return [
-        pytest.param(Linear(), _run(up), id="Linear"),
-        pytest.param(Convex(), _run({"offset": 0.5, "slope": -0.01}), id="Convex"),
+        pytest.param(bounds.Linear(), _run(up), id="Linear"),
+        pytest.param(bounds.Convex(), _run({"offset": 0.5, "slope": -0.01}), id="Convex"),
         pytest.param(
-            StronglyConvex(minimum=0.1),
+            bounds.StronglyConvex(minimum=0.1),
             _run(up, regularizer=ScalarField(0.0, 0.05)),
             id="StronglyConvex-objective",
         ),
-        pytest.param(StronglyConvex(of="examples", minimum=0.1), _run(up), id="SC-examples"),
+        pytest.param(bounds.StronglyConvex(of="examples", minimum=0.1), _run(up), id="SC-examples"),
         pytest.param(
-            Smooth(), _run({"offset": -0.5, "jumps": [0.3], "jump_heights": [0.2]}), id="Smooth"
+            bounds.Smooth(),
+            _run({"offset": -0.5, "jumps": [0.3], "jump_heights": [0.2]}),
+            id="Smooth",
         ),
         pytest.param(
-            HolderGradients(0.5),
+            bounds.HolderGradients(0.5),
             _run({"offset": -0.5, "jumps": [0.3], "jump_heights": [0.2]}, projected=True),
             id="HolderGradients",
         ),
         pytest.param(
-            LipschitzWithinClip(), _run({"offset": -0.5, "slope": 1e-6}), id="Lipschitz-line"
+            bounds.LipschitzWithinClip(), _run({"offset": -0.5, "slope": 1e-6}), id="Lipschitz-line"
         ),
         pytest.param(
-            LipschitzWithinClip(),
+            bounds.LipschitzWithinClip(),
             _run({"offset": -0.5, "slope": 0.1}, projected=True),
             id="Lipschitz-bounded",
         ),
         pytest.param(
-            RegularizerAsExample(),
+            bounds.RegularizerAsExample(),
             _run(up, projected=True, regularizer=ScalarField(0.0, 0.2)),
             id="RegularizerAsExample",
         ),
-        pytest.param(BoundedDomain(), _run(up), id="BoundedDomain"),
-        pytest.param(FullBatch(), _run(up, batching="poisson", q=0.5), id="FullBatch"),
-        pytest.param(PoissonBatches(), _run(up), id="PoissonBatches"),
+        pytest.param(bounds.BoundedDomain(), _run(up), id="BoundedDomain"),
+        pytest.param(bounds.FullBatch(), _run(up, batching="poisson", q=0.5), id="FullBatch"),
+        pytest.param(bounds.PoissonBatches(), _run(up), id="PoissonBatches"),
         pytest.param(
-            CyclicBatches(),
+            bounds.CyclicBatches(),
             _run(up, steps=10, canary_schedule=CanarySchedule.every(2, first=3, sampled=False)),
             id="CyclicBatches",
         ),
         pytest.param(
-            StepSizeAtMost(1.0),
+            bounds.StepSizeAtMost(1.0),
             _run({"offset": -0.5, "slope": 0.6}, groups=[ScalarField(0.0, 0.1)]),
             id="StepSize",
         ),
         pytest.param(
-            StepSizeAtMost(1.0, of="objective"),
+            bounds.StepSizeAtMost(1.0, of="objective"),
             _run(up, regularizer=ScalarField(0.0, 1.0)),
             id="StepSize-objective",
         ),
