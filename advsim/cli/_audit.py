@@ -37,12 +37,11 @@ from advsim.cli._common import (
     UsageError,
     _add_run_options,
     _check,
-    _check_out,
-    _check_resume,
     _cleanup_if_empty,
     _command,
     _one_line,
     _para,
+    _prepare_out,
 )
 from advsim.cli._names import (
     AUDIT_OPTION_KEYS,
@@ -398,15 +397,7 @@ def _cmd_audit(args) -> int:
         if args.out
         else Path("advsim-results") / ("audit-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     )
-    _check_out("--out", out)
-    args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
-    if args.resume:
-        _check_resume(out, "audit", "run.json")
-    if (out / "run.json").exists() and not args.resume:  # before the header: one line only
-        raise UsageError(
-            f"--out {out} already holds an audit; pass --resume to continue it, or choose a "
-            "new --out folder"
-        )
+    _prepare_out(args, out, "audit", "run.json")  # before the header: one line only
     sigma_text = (
         f"sigma={args.noise_multiplier:g}"
         if target is None

@@ -123,6 +123,23 @@ def _check_resume(out: Path, what: str, *markers: str, hint: str = "") -> None:
         )
 
 
+def _prepare_out(args, out: Path, what: str, *markers: str, hint: str = "") -> None:
+    """The output-folder checks every command makes before any work: `out` usable
+    (`_check_out`), recorded in `args.out` (the folder an interruption names), something
+    to continue there under --resume (`_check_resume`), and, without --resume, no earlier
+    `what` in it (any of `markers`, file names or glob patterns relative to `out`)."""
+    _check_out("--out", out)
+    args.out = str(out)
+    if args.resume:
+        _check_resume(out, what, *markers, hint=hint)
+    elif any(any(out.glob(marker)) for marker in markers):
+        article = "an" if what[0] in "aeiou" else "a"
+        raise UsageError(
+            f"--out {out} already holds {article} {what}; pass --resume to continue it, or "
+            "choose a new --out folder"
+        )
+
+
 @contextlib.contextmanager
 def _cleanup_if_empty(out: Path):
     """Removes `out` (and the parents this run created) if the block fails before writing

@@ -7,11 +7,10 @@ from pathlib import Path
 from advsim.cli._common import (
     UsageError,
     _add_run_options,
-    _check_out,
-    _check_resume,
     _cleanup_if_empty,
     _command,
     _para,
+    _prepare_out,
 )
 
 __all__ = ["add_figure_command"]
@@ -31,15 +30,14 @@ def _cmd_figure(args) -> int:
         )
     given = args.out
     out = Path(args.out or f"advsim-results/{args.name}" + ("-quick" if args.quick else ""))
-    _check_out("--out", out)
-    args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
-    if args.resume:  # a figure's sweeps are its sub-folders
-        other = Path(f"advsim-results/{args.name}" + ("" if args.quick else "-quick"))
-        hint = ""
-        if not given and any(other.glob("*/run.json")):
-            flag = "without --quick" if args.quick else "with --quick"
-            hint = f" (a run {flag} is in {other}: give the same options as that run)"
-        _check_resume(out, f"run of figure {args.name}", "*/run.json", hint=hint)
+    # A figure's sweeps are its sub-folders; a table figure keeps its cells in cells/.
+    markers = ("*/run.json", "cells/*.json")
+    other = Path(f"advsim-results/{args.name}" + ("" if args.quick else "-quick"))
+    hint = ""
+    if args.resume and not given and any(any(other.glob(m)) for m in markers):
+        flag = "without --quick" if args.quick else "with --quick"
+        hint = f" (a run {flag} is in {other}: give the same options as that run)"
+    _prepare_out(args, out, f"run of figure {args.name}", *markers, hint=hint)
     with _cleanup_if_empty(out):
         run_figure(
             args.name, quick=args.quick, out=out, resume=args.resume, progress=not args.quiet

@@ -7,10 +7,9 @@ from pathlib import Path
 from advsim.cli._common import (
     UsageError,
     _add_run_options,
-    _check_out,
-    _check_resume,
     _cleanup_if_empty,
     _command,
+    _prepare_out,
 )
 
 __all__ = ["add_search_command"]
@@ -77,15 +76,7 @@ def _cmd_search(args) -> int:
     )
     if args.out is not None and not str(args.out).strip():
         raise UsageError("--out '' names no folder; give a folder path")
-    _check_out("--out", out)
-    args.out = str(out)  # the folder an interruption names (`advsim.cli.main`)
-    if args.resume:
-        _check_resume(out, "search", "state.json")
-    if (out / "state.json").exists() and not args.resume:
-        raise UsageError(
-            f"--out {out} holds a search already: add --resume to continue it, or choose "
-            "another folder"
-        )
+    _prepare_out(args, out, "search", "state.json")
     with _cleanup_if_empty(out):
         result = search(config, out, resume=args.resume, progress=not args.quiet)
     _print_result(result, config, out, progress=not args.quiet)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advsim.cli._common import _add_run_options, _check_out, _check_resume, _command
+from advsim.cli._common import _add_run_options, _command, _prepare_out
 
 __all__ = ["add_sweep_command"]
 
@@ -43,9 +43,7 @@ def _cmd_sweep(args) -> int:
     config = load_config(args.config)
     executor = "local" if args.ray is None else "ray"
     out = Path(args.out)
-    _check_out("--out", out)
-    if args.resume:
-        _check_resume(out, "sweep", "run.json")
+    _prepare_out(args, out, "sweep", "run.json")
     n = len(config.cells())
     print(f"advsim sweep: {n} cells ({config.mode} mode) -> {out}", flush=True)
     rows = run_sweep(

@@ -11,6 +11,7 @@ files, the interrupt message, the trade-off curve at a tiny sigma, complex score
 projected split with too few runs, and the non-finite-score message.
 """
 
+import argparse
 import math
 import os
 import stat
@@ -28,6 +29,7 @@ from advsim._io import write_json
 from advsim.audits import audit
 from advsim.bounds import composition_epsilon, composition_tradeoff_curve, gdp_tradeoff
 from advsim.cli import main
+from advsim.cli._common import UsageError, _prepare_out
 from advsim.sweep import SweepError, load_config, parse_config, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
@@ -274,6 +276,21 @@ def test_empty_out_is_refused(tmp_path, monkeypatch, capsys):
         code, _, err = _run(argv, capsys)
         _one_line(code, err, "argument --out: must name a folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_a_table_figure_folder_is_one_to_resume_and_no_one_to_overwrite(tmp_path, capsys):
+    # A table figure (threshold_vs_jax_privacy) keeps its cells in cells/*.json, a sweep
+    # figure its sweeps in */run.json: both are "a run of the figure" to the CLI.
+    out = tmp_path / "fig"
+    (out / "cells").mkdir(parents=True)
+    write_json(out / "cells" / "a.json", {"cell": 1})
+    code, _, err = _run(["figure", "threshold_vs_jax_privacy", "--quick", "--out", out], capsys)
+    _one_line(code, err, "already holds a run of figure threshold_vs_jax_privacy", "--resume")
+    args = argparse.Namespace(out=None, resume=True)
+    _prepare_out(args, out, "run of figure x", "*/run.json", "cells/*.json")  # accepted
+    assert args.out == str(out)
+    with pytest.raises(UsageError, match="holds no run of figure x to continue"):
+        _prepare_out(args, tmp_path, "run of figure x", "*/run.json", "cells/*.json")
 
 
 def test_plot_of_one_cell_says_why_and_leaves_no_folder(tmp_path, capsys):
