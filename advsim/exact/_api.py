@@ -15,6 +15,7 @@ vmapped). A value beyond `resolution_limit(delta)` is computed again in log spac
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import time
 from collections.abc import Sequence
@@ -405,27 +406,45 @@ def _check_mechanism(name: str, value) -> None:
 
 
 def last_iterate_epsilons(
-    mechanisms: Sequence[AbstractMechanism],
-    delta: float,
-    *,
-    cells_per_sd: float = DEFAULT_CELLS_PER_SD,
-    refinements: int = DEFAULT_REFINEMENTS,
-    rtol: float | None = None,
-    support: tuple[float, float] | None = None,
-    every_step: bool = False,
-    lost_tolerance: float | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    progress: bool | None = None,
-    log_space: bool = True,
+    mechanisms: Sequence[AbstractMechanism], delta: float, **settings
 ) -> list[ExactEpsilon]:
-    """`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
+    r"""`last_iterate_epsilon` for a batch of mechanisms that differ only in traced values
     (the mechanisms vmapped on shared grids; grids of very different sizes are run in
-    separate groups when that is cheaper than one grid for all, `_buckets`). Same
-    arguments; one result each. With `rtol`, the members of a group share their grids: a
-    group refines until every member meets the tolerance (or `refinements` is reached), so
-    a member may get more grids than it alone would have needed, never fewer."""
+    separate groups when that is cheaper than one grid for all). One result each.
+
+    With `rtol`, the members of a group share their grids: a group refines until every
+    member meets the tolerance (or `refinements` is reached), so a member may get more
+    grids than it alone would have needed, never fewer.
+
+    Args:
+        mechanisms: one or more `AbstractScalarLaw` mechanisms of one class and static
+            fields.
+        delta: $\delta \in (0, 1)$.
+        **settings: `last_iterate_epsilon`'s keywords (`cells_per_sd`, `refinements`,
+            `rtol`, `support`, `every_step`, `lost_tolerance`, `max_bytes`, `progress`,
+            `log_space`), with its defaults.
+
+    Returns:
+        A list of `ExactEpsilon`, in the order of `mechanisms`.
+
+    Raises:
+        TypeError: an unknown keyword, or as `last_iterate_epsilon`.
+        ValueError: no mechanism, or as `last_iterate_epsilon`.
+    """
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise TypeError(
+            f"last_iterate_epsilons got unknown keyword(s) {unknown}; its settings are "
+            f"{', '.join(_SETTINGS)}"
+        )
+    return _batch(list(mechanisms), delta, **{**_SETTINGS, **settings})
+
+
+def _batch(
+    mechs, delta, *, cells_per_sd, refinements, rtol, support, every_step, lost_tolerance,
+    max_bytes, progress, log_space,
+) -> list[ExactEpsilon]:  # fmt: skip
     start_time = time.perf_counter()
-    mechs = list(mechanisms)
     if not mechs:
         raise ValueError("mechanisms must hold at least one mechanism, got none")
     for i, m in enumerate(mechs):
@@ -579,9 +598,17 @@ def last_iterate_epsilon(
         True
     """
     _check_mechanism("mechanism", mechanism)
-    (result,) = last_iterate_epsilons(
+    (result,) = _batch(
         [mechanism], delta, cells_per_sd=cells_per_sd, refinements=refinements, rtol=rtol,
         support=support, every_step=every_step, lost_tolerance=lost_tolerance,
         max_bytes=max_bytes, progress=progress, log_space=log_space,
     )  # fmt: skip
     return result
+
+
+#: `last_iterate_epsilon`'s keywords and their defaults (those of `last_iterate_epsilons`).
+_SETTINGS = {
+    name: p.default
+    for name, p in inspect.signature(last_iterate_epsilon).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+}

@@ -284,6 +284,15 @@ def test_a_batch_must_share_its_static_fields():
         last_iterate_epsilons([LinearProcess(3, 0.1, 1.0), LinearProcess(4, 0.1, 1.0)], DELTA)
 
 
+def test_a_batch_takes_the_single_call_settings_and_refuses_others():
+    mech = LinearProcess(3, 0.1, 1.0)
+    (batch,) = last_iterate_epsilons([mech], DELTA, refinements=2, cells_per_sd=4.0)
+    single = last_iterate_epsilon(mech, DELTA, refinements=2, cells_per_sd=4.0)
+    assert batch.epsilons == single.epsilons and batch.cells_per_sd == (4.0, 8.0)
+    with pytest.raises(TypeError, match=r"unknown keyword\(s\) \['refinement'\]"):
+        last_iterate_epsilons([mech], DELTA, refinement=2)
+
+
 def test_long_propagations_show_a_progress_bar(capsys):
     last_iterate_epsilon(LinearProcess(3, 0.1, 1.0), DELTA, refinements=1, progress=True)
     assert "exact law" in capsys.readouterr().err
