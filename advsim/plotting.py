@@ -147,11 +147,14 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
     if "eps_point" in empirical:
         above = np.array([_mark(r, "eps_point") == "!" for r in rows])
         pts = np.array([as_number(r.get("eps_point")) for r in rows])
-        ax.plot(
-            xs[~above], pts[~above], linestyle="none", marker="o", mfc="white", mec="0.0",
-            ms=4.5, label="empirical (point estimate, not a bound)", clip_on=False,
-            transform=shifted("eps_point"),
-        )
+        # Never an empty series drawn unclipped: its extent is the figure's corner, and
+        # constrained layout collapsed the axes to fit it (every point above composition).
+        if (~above).any():
+            ax.plot(
+                xs[~above], pts[~above], linestyle="none", marker="o", mfc="white", mec="0.0",
+                ms=4.5, label="empirical (point estimate, not a bound)", clip_on=False,
+                transform=shifted("eps_point"),
+            )
         if above.any():
             ax.plot(
                 xs[above], pts[above], linestyle="none", marker="o", mfc="white", mec="0.6",

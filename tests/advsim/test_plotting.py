@@ -5,6 +5,8 @@ capturing the figure that `save_figure` receives; the expected numbers are the t
 own values and their ratios.
 """
 
+import warnings
+
 import matplotlib
 import numpy as np
 import pytest
@@ -259,6 +261,19 @@ def test_a_one_t_audit_draws_every_series_as_a_marker_side_by_side(captured):
     xs = [line.get_transform().transform(line.get_xydata())[0, 0] for line in lines]
     assert len({round(x) for x in xs}) == 6  # six different places in pixels
     assert layout_problems(fig) == []
+
+
+def test_a_one_t_audit_whose_point_estimate_passes_composition_keeps_its_axes(tmp_path):
+    """`advsim audit --steps 10` with the point estimate above composition (few runs):
+    every point is then "above", and the plain point series was drawn empty and unclipped,
+    whose extent (the figure's corner) collapsed constrained layout's axes to nothing (an
+    "internal error" of the command under warnings as errors). Saved for real here."""
+    row = dict(AUDITED_T10, eps_point=1.5 * AUDITED_T10["composition"],
+               eps_point_above_composition=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no collapsed layout, no FigureLayoutWarning
+        paths = plotting.plot_eps_vs_steps([row], tmp_path / "one")
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
 
 
 def test_eps_vs_steps_draws_the_exact_column_and_names_the_guarantee(captured):
