@@ -123,16 +123,20 @@ def _check_resume(out: Path, what: str, *markers: str, hint: str = "") -> None:
         )
 
 
-def _prepare_out(args, out: Path, what: str, *markers: str, hint: str = "") -> None:
+def _prepare_out(
+    args, out: Path, what: str, *markers: str, hint: str = "", refuse_existing: bool = True
+) -> None:
     """The output-folder checks every command makes before any work: `out` usable
     (`_check_out`), recorded in `args.out` (the folder an interruption names), something
     to continue there under --resume (`_check_resume`), and, without --resume, no earlier
-    `what` in it (any of `markers`, file names or glob patterns relative to `out`)."""
+    `what` in it (any of `markers`, file names or glob patterns relative to `out`), unless
+    `refuse_existing` is False (`advsim sweep`: `run_sweep` refuses it after taking the
+    folder's lock, so that a sweep running there is named first)."""
     _check_out("--out", out)
     args.out = str(out)
     if args.resume:
         _check_resume(out, what, *markers, hint=hint)
-    elif any(any(out.glob(marker)) for marker in markers):
+    elif refuse_existing and any(any(out.glob(marker)) for marker in markers):
         article = "an" if what[0] in "aeiou" else "a"
         raise UsageError(
             f"--out {out} already holds {article} {what}; pass --resume to continue it, or "

@@ -43,7 +43,7 @@ def _cmd_sweep(args) -> int:
     config = load_config(args.config)
     executor = "local" if args.ray is None else "ray"
     out = Path(args.out)
-    _prepare_out(args, out, "sweep", "run.json")
+    _prepare_out(args, out, "sweep", "run.json", refuse_existing=False)
     n = len(config.cells())
     print(f"advsim sweep: {n} cells ({config.mode} mode) -> {out}", flush=True)
     rows = run_sweep(
