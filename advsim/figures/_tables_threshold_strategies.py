@@ -23,15 +23,20 @@ beside the best median of all of jax_privacy's, their ratio with a 95% bootstrap
 advsim's is at least jax_privacy's, and, where advsim is behind, why; then the two
 defaults: advsim's (`audit`'s `"by_sample_size"`) against jax_privacy's
 (`epsilon_clopper_pearson(significance, delta)`: `Bonferroni()`, one-sided),
-`default_ratio`. The limit is the oracle (`advsim.figures._threshold_oracle`): the
+`default_ratio`, on `params.default_seeds` score sets of their own (the row's sets and
+more: the two defaults alone are cheap; `default_seeds` in the table). The limit is the
+oracle (`advsim.figures._threshold_oracle`): the
 eps_delta bound of one test fixed in advance at the true optimum (a threshold value, or a
 rank of either world's scores, whichever has the larger median: the value at the pair's
 expected counts from its exact laws, `exact_rates`, the rank on 200 score sets drawn from
-the laws apart from the audited ones; `oracle_test` names it), counted on all runs at
-level (1 - c) / 2 per rate, at the same confidence. A held-out strategy counts fewer runs
+the laws apart from the audited ones; `oracle_test` names it), counted on all runs at the
+same confidence, the level 1 - c shared between its two rates as fixed in advance with it
+(`advsim.figures._threshold_oracle.SHARES`). A held-out strategy counts fewer runs
 and places its test from data, so its median should not beat it beyond the noise; each
 strategy's median over the oracle's is `*_over_oracle` (`over_oracle` in
-`threshold_strategies`, not printed, with every strategy's median). jax_privacy's best
+`threshold_strategies`, not printed, with every strategy's median), and advsim's best
+over it has the paired bootstrap interval `advsim_over_oracle_low` - `_high` and the
+count `advsim_ahead_of_oracle_in`: the noise the "beyond" is read against. jax_privacy's best
 held-out strategy (`Split`, `MultiSplit`) is `jax_held_out_strategy`, with advsim's best
 over it, `held_out_ratio`. The median number of hull thresholds jax_privacy's
 Bonferroni() takes the best of on the same runs is `jax_hull_thresholds`.
@@ -71,7 +76,7 @@ from advsim.audits import (
     audit,
 )
 from advsim.bounds import gdp_epsilon
-from advsim.figures._threshold_oracle import oracle_eps, oracle_tests
+from advsim.figures._threshold_oracle import SHARES, oracle_eps, oracle_tests
 
 __all__ = [
     "FAMILIES",
@@ -245,24 +250,98 @@ def _one_set(scores: Scores, seed: int, p: dict, auditing) -> dict:
     return out
 
 
-def _paired(row: dict, strategies: list) -> None:
-    """Adds the paired comparisons over the score sets, of the two best strategies and of
-    the two defaults: on how many sets advsim's is at least jax_privacy's, and a 95%
-    bootstrap interval (2000 resamples of the score sets, both strategies resampled
+def _paired(row: dict, strategies: list, defaults: dict, oracle: list) -> None:
+    """Adds the paired comparisons over the score sets: of the two best strategies and of
+    advsim's best against the oracle (on the row's `seeds` sets), and of the two defaults
+    (on `defaults`' `default_seeds` sets): on how many sets advsim's is at least the other,
+    and a 95% bootstrap interval (2000 resamples of the score sets, both resampled
     together) for the ratio of medians."""
     values = {(r["library"], r["strategy"]): np.asarray(r["values"]) for r in strategies}
-    pairs = {
-        "": (row["advsim_strategy"], row["jax_strategy"]),
-        "default_": (DEFAULT_THRESHOLD_SELECTION, JAX_DEFAULT),
-    }
-    for prefix, (a, j) in pairs.items():
-        ours, theirs = values[("advsim", a)], values[("jax_privacy", j)]
-        row[f"{prefix}advsim_ahead_in"] = f"{int(np.sum(ours >= theirs))}/{ours.size}"
+    best = values[("advsim", row["advsim_strategy"])]
+    pairs = {  # (ours, theirs): (ahead column, interval columns)
+        ("advsim_ahead_in", "ratio_low", "ratio_high"):
+            (best, values[("jax_privacy", row["jax_strategy"])]),
+        ("default_advsim_ahead_in", "default_ratio_low", "default_ratio_high"):
+            (np.asarray(defaults["ours"]), np.asarray(defaults["theirs"])),
+        ("advsim_ahead_of_oracle_in", "advsim_over_oracle_low", "advsim_over_oracle_high"):
+            (best, np.asarray(oracle)),
+    }  # fmt: skip
+    for (ahead, low, high), (ours, theirs) in pairs.items():
+        row[ahead] = f"{int(np.sum(ours >= theirs))}/{ours.size}"
         idx = np.random.default_rng(0).integers(0, ours.size, (2000, ours.size))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.median(ours[idx], axis=1) / np.median(theirs[idx], axis=1)
-        low, high = (float(q) for q in np.quantile(ratios, [0.025, 0.975]))
-        row[f"{prefix}ratio_low"], row[f"{prefix}ratio_high"] = low, high
+        row[low], row[high] = (float(q) for q in np.quantile(ratios, [0.025, 0.975]))
+
+
+def _oracle(family: str, n: int, count: int, p: dict) -> dict:
+    """The two oracle tests fixed in advance (`oracle_tests`) and their bounds on the row's
+    `count` score sets (`oracle_eps`; set i: `sample_scores(family, n, i)`)."""
+    start = time.perf_counter()
+    delta, c = p["delta"], p["confidence"]
+    tests = oracle_tests(family, n, delta, c, sample_scores)
+    values = {kind: [] for kind in tests}
+    for seed in range(count):
+        scores = sample_scores(family, n, seed)
+        for kind, test in tests.items():
+            values[kind].append(oracle_eps(test, scores, delta, c))
+    return {"tests": {k: list(t) for k, t in tests.items()}, "values": values,
+            "wall_time_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+
+
+def _with_oracle(row: dict, strategies: list, oracle: dict) -> list:
+    """The row's oracle columns and every strategy's median over the oracle's; returns
+    the better oracle's bounds, one per score set."""
+    medians = {kind: float(np.median(v)) for kind, v in oracle["values"].items()}
+    best = max(medians, key=medians.get)
+    kind, where, share = oracle["tests"][best]
+    limit = medians[best]
+
+    def over(value: float) -> float:
+        return value / limit if limit > 0 else math.inf
+
+    row.update(
+        oracle_test=f"{kind} {where:g} (FPR share {share:g})",
+        oracle_value_median=medians["value"], oracle_rank_median=medians["rank"],
+        oracle_median_eps_lower=limit, oracle_median_guarantee="oracle (not an audit)",
+        advsim_over_oracle=over(row["advsim_median_eps_lower"]),
+        jax_over_oracle=over(row["jax_median_eps_lower"]),
+    )  # fmt: skip
+    for s in strategies:
+        s["over_oracle"] = over(s["median_eps_lower"])
+    return oracle["values"][best]
+
+
+def _defaults(family: str, n: int, count: int, p: dict, auditing) -> dict:
+    """The two defaults alone on `count` score sets (the row's sets and more: they are
+    cheap, and their ratio is the one a user meets): advsim's `audit` default and
+    jax_privacy's `epsilon_clopper_pearson(significance, delta)` (`JAX_DEFAULT`), on the
+    scores and split seeds of `_row` (set i: `sample_scores(family, n, i)`, seed i)."""
+    start = time.perf_counter()
+    delta, c = p["delta"], p["confidence"]
+    ours, theirs = [], []
+    for seed in range(count):
+        scores = sample_scores(family, n, seed)
+        r = audit(scores, "eps_delta", delta=delta, confidence=c,
+                  threshold_selection=DEFAULT_THRESHOLD_SELECTION, seed=seed)  # fmt: skip
+        ours.append(-1.0 if r.eps_lower is None else float(r.eps_lower))
+        jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in),
+                                         np.asarray(scores.canary_out))  # fmt: skip
+        theirs.append(float(jp.epsilon_clopper_pearson(
+            1.0 - c, delta, one_sided=True, threshold_strategy=auditing.Bonferroni())))  # fmt: skip
+    return {"ours": ours, "theirs": theirs, "wall_time_s": round(time.perf_counter() - start, 1)}
+
+
+def _with_defaults(row: dict, defaults: dict) -> None:
+    """The row's default columns from the defaults' own score sets (`_defaults`)."""
+    ours, theirs = float(np.median(defaults["ours"])), float(np.median(defaults["theirs"]))
+    oracle = row["oracle_median_eps_lower"]
+    row.update(
+        default_seeds=len(defaults["ours"]), default_median_eps_lower=ours,
+        jax_default_median_eps_lower=theirs,
+        default_ratio=ours / theirs if theirs > 0 else math.inf,
+        default_over_oracle=ours / oracle if oracle > 0 else math.inf,
+    )  # fmt: skip
 
 
 def _why(row: dict) -> str:
@@ -294,17 +373,13 @@ def _why(row: dict) -> str:
 def _row(family: str, n: int, p: dict, auditing) -> dict:
     start = time.perf_counter()
     delta, c = p["delta"], p["confidence"]
-    tests = oracle_tests(family, n, delta, c, sample_scores)
     values: dict[str, list] = {}
     meta: dict[str, tuple] = {}
-    oracle = {kind: [] for kind in tests}
     for seed in range(p["seeds"]):
         scores = sample_scores(family, n, seed)
         for name, (eps, held_out, label) in _one_set(scores, seed, p, auditing).items():
             values.setdefault(name, []).append(-1.0 if eps is None else float(eps))
             meta[name] = (held_out, label)
-        for kind, test in tests.items():
-            oracle[kind].append(oracle_eps(test, scores, delta, c))
     hull = float(np.median(values.pop("hull_thresholds")))
     meta.pop("hull_thresholds")
     medians = {name: float(np.median(v)) for name, v in values.items()}
@@ -315,14 +390,6 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
     h = max(held, key=held.get)
     ours_default = f"advsim:{DEFAULT_THRESHOLD_SELECTION}"
     theirs_default = f"jax_privacy:{JAX_DEFAULT}"
-    oracle_medians = {kind: float(np.median(v)) for kind, v in oracle.items()}
-    best_kind = max(oracle_medians, key=oracle_medians.get)
-    oracle_median = oracle_medians[best_kind]
-    test = tests[best_kind]
-
-    def over_oracle(value: float) -> float:
-        return value / oracle_median if oracle_median > 0 else math.inf
-
     row = dict(
         family=family, scores=FAMILIES[family][1], per_world=n, seeds=p["seeds"],
         delta=delta, confidence=c, **family_exact(family, delta),
@@ -331,23 +398,17 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
         jax_strategy=j.split(":", 1)[1], jax_held_out=meta[j][0],
         jax_median_eps_lower=theirs[j], jax_median_guarantee=meta[j][1],
         ratio=ours[a] / theirs[j] if theirs[j] > 0 else math.inf,
-        jax_hull_thresholds=hull, oracle_test=f"{test[0]} {test[1]:g}",
-        oracle_value_median=oracle_medians["value"], oracle_rank_median=oracle_medians["rank"],
-        oracle_median_eps_lower=oracle_median,
-        oracle_median_guarantee="oracle (not an audit)",
+        jax_hull_thresholds=hull,
         default_median_eps_lower=medians[ours_default],
         default_median_guarantee=meta[ours_default][1],
         jax_default_median_eps_lower=medians[theirs_default],
         jax_default_median_guarantee=meta[theirs_default][1],
         default_ratio=(medians[ours_default] / medians[theirs_default]
                        if medians[theirs_default] > 0 else math.inf),
-        default_over_oracle=over_oracle(medians[ours_default]),
         jax_held_out_strategy=h.split(":", 1)[1],
         jax_held_out_median_eps_lower=held[h],
         jax_held_out_median_guarantee=meta[h][1],
         held_out_ratio=ours[a] / held[h] if held[h] > 0 else math.inf,
-        advsim_over_oracle=over_oracle(ours[a]),
-        jax_over_oracle=over_oracle(theirs[j]),
     )  # fmt: skip
     row["strategies"] = [
         dict(
@@ -358,7 +419,6 @@ def _row(family: str, n: int, p: dict, auditing) -> dict:
             strategy=k.split(":", 1)[1],
             held_out=meta[k][0],
             median_eps_lower=medians[k],
-            over_oracle=over_oracle(medians[k]),
             guarantee=meta[k][1],
             values=values[k],
         )  # fmt: skip
@@ -423,8 +483,10 @@ def compute_threshold_strategies(fig, rows):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionRejectedWarning)
         seeds = p["seeds"] if isinstance(p["seeds"], list) else [p["seeds"]] * len(p["sizes"])
+        wanted = p.get("default_seeds", seeds)
+        default_seeds = wanted if isinstance(wanted, list) else [wanted] * len(p["sizes"])
         for family in p["families"]:
-            for n, count in zip(p["sizes"], seeds, strict=True):
+            for n, count, many in zip(p["sizes"], seeds, default_seeds, strict=True):
                 config = dict(family=family, per_world=n, seeds=count, delta=p["delta"],
                               confidence=p["confidence"], num_splits=p["num_splits"],
                               strategies=list(_advsim_names()))  # fmt: skip
@@ -434,7 +496,20 @@ def compute_threshold_strategies(fig, rows):
                 if "exact_error" not in row:  # a cell resumed from an older run
                     row.update(family_exact(family, p["delta"]))
                 strategies = row.pop("strategies")
-                _paired(row, strategies)
+                oracle_config = dict(family=family, per_world=n, seeds=count, delta=p["delta"],
+                                     confidence=p["confidence"], shares=list(SHARES))  # fmt: skip
+                oracle = _cached(fig, f"oracle-{family}-{n}", oracle_config,
+                                 lambda f=family, n=n, k=count: _oracle(f, n, k, p))  # fmt: skip
+                oracle_values = _with_oracle(row, strategies, oracle)
+                extra = dict(family=family, per_world=n, default_seeds=many, delta=p["delta"],
+                             confidence=p["confidence"], default=DEFAULT_THRESHOLD_SELECTION,
+                             jax_default=JAX_DEFAULT)  # fmt: skip
+                defaults = _cached(
+                    fig, f"defaults-{family}-{n}", extra,
+                    lambda f=family, n=n, k=many: _defaults(f, n, k, p, auditing),
+                )  # fmt: skip
+                _with_defaults(row, defaults)
+                _paired(row, strategies, defaults, oracle_values)
                 row["behind"] = _why(row)
                 full += strategies
                 table.append(row)

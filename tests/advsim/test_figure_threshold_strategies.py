@@ -2,8 +2,10 @@
 calibration check, and --resume reusing every cell."""
 
 import csv
+import json
 import time
 
+import numpy as np
 import pytest
 
 from advsim.figures import add_labels, label_problems, load_figure, run_figure
@@ -52,6 +54,19 @@ def test_quick_figure_tables_and_calibration(tmp_path):
     assert ("jax_privacy", "Bonferroni() one-sided") in strategies
     for r in full:
         assert (r["guarantee"] == "rigorous") == (r["held_out"] == "True")
+
+    # The defaults' own score sets (more of them) start with the row's: the same scores and
+    # split seeds give the same two numbers as in the full comparison.
+    for r in rows:
+        name = f"{r['family']}-{r['per_world']}.json"
+        cell = json.loads((tmp_path / "cells" / f"defaults-{name}").read_text())["row"]
+        assert len(cell["ours"]) == int(r["default_seeds"]) == p["default_seeds"]
+        assert float(r["default_median_eps_lower"]) == pytest.approx(np.median(cell["ours"]))
+        main = json.loads((tmp_path / "cells" / name).read_text())["row"]["strategies"]
+        same = {(s["library"], s["strategy"]): s["values"] for s in main}
+        k = int(r["seeds"])
+        assert cell["ours"][:k] == same[("advsim", "by_sample_size")]
+        assert cell["theirs"][:k] == same[("jax_privacy", "Bonferroni() one-sided")]
 
     # Calibration on the Laplace pair (every threshold beyond the shift tight): rank_split
     # stays within the allowance; "same" (chosen and counted on the same runs) does not,

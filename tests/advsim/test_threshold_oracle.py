@@ -5,11 +5,13 @@ soundness on the Laplace pair (exact eps known in closed form)."""
 import math
 
 import numpy as np
+import pytest
 import scipy.stats
 
 from advsim import Scores
+from advsim.audits import Explicit, audit
 from advsim.figures._tables_threshold_strategies import family_exact, sample_scores
-from advsim.figures._threshold_oracle import exact_rates, oracle_eps, oracle_tests
+from advsim.figures._threshold_oracle import SHARES, exact_rates, oracle_eps, oracle_tests
 
 DELTA, CONFIDENCE = 1e-5, 0.95
 
@@ -34,24 +36,36 @@ def _eps(fpr_ub: float, fnr_ub: float) -> float:
     return max(0.0, *terms)  # fmt: skip
 
 
-def test_rank_tests_count_and_bound_as_written():
+@pytest.mark.parametrize("share", [0.5, 0.9, 0.1])
+def test_rank_and_value_tests_count_and_bound_as_written(share):
     rng = np.random.default_rng(0)
     scores = Scores(rng.normal(1.5, 1.0, 400), rng.normal(0.0, 1.0, 500))
-    a = (1 - CONFIDENCE) / 2
+    a_fp, a_fn = share * (1 - CONFIDENCE), (1 - share) * (1 - CONFIDENCE)
     x_in, x_out = np.asarray(scores.canary_in), np.asarray(scores.canary_out)
     for k in (0, 3, 40):
         v = np.sort(x_out)[::-1][k]  # "in" iff score > the (k+1)-th largest out-score
         fn = int(np.sum(x_in <= v))
-        fpr_ub = scipy.stats.beta.ppf(1 - a, k + 1, 500 - k)  # the order statistic's bound
-        fnr_ub = scipy.stats.beta.ppf(1 - a, fn + 1, 400 - fn)
-        assert math.isclose(oracle_eps(("upper", k), scores, DELTA, CONFIDENCE),
+        fpr_ub = scipy.stats.beta.ppf(1 - a_fp, k + 1, 500 - k)  # the order statistic's bound
+        fnr_ub = scipy.stats.beta.ppf(1 - a_fn, fn + 1, 400 - fn)
+        assert math.isclose(oracle_eps(("upper", k, share), scores, DELTA, CONFIDENCE),
                             _eps(fpr_ub, fnr_ub), rel_tol=1e-10)  # fmt: skip
         w = np.sort(x_in)[k]  # "in" iff score >= the (k+1)-th smallest in-score
         fp = int(np.sum(x_out >= w))
-        fpr_ub = scipy.stats.beta.ppf(1 - a, fp + 1, 500 - fp)
-        fnr_ub = scipy.stats.beta.ppf(1 - a, k + 1, 400 - k)
-        assert math.isclose(oracle_eps(("lower", k), scores, DELTA, CONFIDENCE),
+        fpr_ub = scipy.stats.beta.ppf(1 - a_fp, fp + 1, 500 - fp)
+        fnr_ub = scipy.stats.beta.ppf(1 - a_fn, k + 1, 400 - k)
+        assert math.isclose(oracle_eps(("lower", k, share), scores, DELTA, CONFIDENCE),
                             _eps(fpr_ub, fnr_ub), rel_tol=1e-10)  # fmt: skip
+    for tau in (-0.5, 0.8, 2.5):  # "in" iff score >= tau: both counts binomial
+        fp, fn = int(np.sum(x_out >= tau)), int(np.sum(x_in < tau))
+        fpr_ub = scipy.stats.beta.ppf(1 - a_fp, fp + 1, 500 - fp)
+        fnr_ub = scipy.stats.beta.ppf(1 - a_fn, fn + 1, 400 - fn)
+        value = oracle_eps(("value", tau, share), scores, DELTA, CONFIDENCE)
+        assert math.isclose(value, _eps(fpr_ub, fnr_ub), rel_tol=1e-10)
+        if share == 0.5:  # the audit at a threshold declared in advance, level c/2 each
+            r = audit(scores, "eps_delta", delta=DELTA, confidence=CONFIDENCE,
+                      threshold_selection=Explicit(tau, chosen_in_advance=True),
+                      check_orientation=False)  # fmt: skip
+            assert math.isclose(value, r.eps_lower, rel_tol=1e-12)
 
 
 def test_the_oracles_are_sound_on_the_laplace_pair():
@@ -61,6 +75,7 @@ def test_the_oracles_are_sound_on_the_laplace_pair():
     exact = family_exact("laplace", DELTA)["exact_eps"]
     tests = oracle_tests("laplace", 1000, DELTA, CONFIDENCE, sample_scores, references=50)
     assert tests["rank"][0] in ("upper", "lower") and tests["value"][0] == "value"
+    assert tests["rank"][2] in SHARES and tests["value"][2] in SHARES
     allowed = int(scipy.stats.binom.ppf(0.999, 200, 0.05))
     for test in tests.values():
         eps = [oracle_eps(test, sample_scores("laplace", 1000, 50_000 + r), DELTA, CONFIDENCE)
