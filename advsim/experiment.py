@@ -125,7 +125,7 @@ def run_audit(
     method: str | None = None,
     delta: float = 1e-5,
     confidence: float = 0.95,
-    threshold_selection: str = "split",
+    threshold_selection: str = DEFAULT_THRESHOLD_SELECTION,
     strategy_options: Mapping[str, Any] | None = None,
     sides: str = "two",
     min_count: int = 50,
@@ -167,11 +167,11 @@ def run_audit(
             the audit are infinite at delta = 0).
         confidence: of the Clopper-Pearson intervals behind `eps_lower`.
         threshold_selection: how the audit chooses its threshold: an alias of
-            `advsim.audits.THRESHOLD_SELECTIONS` (default "split", held out: the numbers
-            of the figures and sweeps rest on it; "by_sample_size", `audit`'s default,
-            the best rigorous strategy for the sample size; "same" (optimistic, as in the
-            papers), "rank_split", ...), a `ThresholdStrategy` value or a class path
-            "module:Class" of one.
+            `advsim.audits.THRESHOLD_SELECTIONS` (default "by_sample_size", `audit`'s
+            default: the best rigorous strategy for the sample size, rank_split from 3
+            runs per world; "split", one threshold chosen on half the runs and counted on
+            the other half; "same" (optimistic, as in the papers), ...), a
+            `ThresholdStrategy` value or a class path "module:Class" of one.
         strategy_options: the options that `threshold_selection` takes
             (`THRESHOLD_SELECTIONS[threshold_selection]`, e.g. `selection_fraction` of
             "projected_split"), passed to `advsim.audits.audit`.
@@ -321,7 +321,7 @@ def check_streaming_options(
     *,
     trials: int,
     method: str | None = "eps_delta",
-    threshold_selection: str | None = "split",
+    threshold_selection: str | None = DEFAULT_THRESHOLD_SELECTION,
     strategy_options: Mapping[str, Any] | None = None,
     sides: str = "two",
     min_count: int = 50,
@@ -333,7 +333,7 @@ def check_streaming_options(
 
     A streaming audit states the assumption-free (eps, delta) bound (method "eps_delta";
     None is that), plans its tests on a pilot of its own (threshold_selection unset: the
-    default "split", "by_sample_size" or None; no strategy option), bounds both orders of
+    default "by_sample_size", "split" or None; no strategy option), bounds both orders of
     the pair (sides "two"), has no split of the runs to seed (audit_seed None) and no
     least count for its point estimate (min_count 50, the default); its pilot has
     `pilot_runs` in [2, trials] runs per world (None: the default size).
@@ -349,8 +349,8 @@ def check_streaming_options(
     if threshold_selection not in (None, "split", DEFAULT_THRESHOLD_SELECTION):
         raise ValueError(
             "a streaming audit plans its threshold tests on a pilot of its own: "
-            "threshold_selection must be unset (or the default 'split', or "
-            f"{DEFAULT_THRESHOLD_SELECTION!r}), got {threshold_selection!r}"
+            f"threshold_selection must be unset (or the default {DEFAULT_THRESHOLD_SELECTION!r}, "
+            f"or 'split'), got {threshold_selection!r}"
         )
     if strategy_options:
         raise ValueError(

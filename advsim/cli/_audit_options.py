@@ -51,10 +51,10 @@ def _threshold_help() -> str:
         if s not in ("by_sample_size", "split", "same")
     ]
     return (
-        "split (default): choose the threshold on half the runs, count on the other half "
-        "(held out); by_sample_size: the best rigorous strategy for the number of runs "
-        "(rank_split from 3 runs per world; advsim.audits.audit's default); same: on all "
-        "runs (optimistic); or a strategy "
+        "by_sample_size (default): the best rigorous strategy for the number of runs "
+        "(rank_split from 3 runs per world, else split); split: choose the threshold on "
+        "half the runs, count on the other half (held out); same: on all runs "
+        "(optimistic); or a strategy "
         "of advsim.audits.audit: " + ", ".join(strategies) + "; or module:Class, a "
         "ThresholdStrategy of your own"
     )
@@ -138,7 +138,8 @@ _AUDIT_HELP = {
     "world, on a key of its own, plans up to 6 threshold tests; the --trials runs per world "
     "are only counted (memory independent of --trials, for 1e8 runs and more), and "
     "eps_lower is the assumption-free eps_delta bound, rigorous (held out by "
-    "construction). Takes --method eps_delta (its default) and --threshold split only",
+    "construction). Takes --method eps_delta (its default) and --threshold by_sample_size "
+    "(its default) or split only",
     "--pilot-runs": "--streaming only: the pilot's runs per world, in [2, --trials] "
     "(default: 10%% of --trials within [1e4, 2e7])",
     "--clip-norm": "clipping norm C of the per-example gradients",

@@ -103,16 +103,20 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
     sel = [r for r in rows if float(r["noise_multiplier"]) == float(sigma)]
     comp = sel[0]["composition"]
     ax.axhline(comp, color="0.0", linestyle="--", linewidth=1.2, label="accounting")
+    labelled = False  # the rejections' legend entry, once
     for i, b in enumerate(batches):
         rb = sorted((r for r in sel if int(r["batch_size"]) == b), key=lambda r: r["steps"])
         # Each B's markers a little to the side: where two B audit alike they stay apart.
         shift = dodged(ax, i, len(batches), 4.0)
+        # Unclipped: an audit at eps = 0 sits on the axes' bottom edge, drawn whole.
         ax.plot([r["steps"] for r in rb], [r["eps_lower"] for r in rb], marker=".", ms=3,
-                color=colors(i), label=f"B = {b}", transform=shift)
+                color=colors(i), label=f"B = {b}", transform=shift, clip_on=False)
         rejected = [r for r in rb if str(r.get("assumption_rejected")).lower() == "true"]
-        ax.plot([r["steps"] for r in rejected], [r["eps_lower"] for r in rejected], "x", ms=6,
-                mew=0.8, color="tab:red", linestyle="none", transform=shift,
-                label="Gaussian assumption rejected" if i == 0 else None)
+        if rejected:  # never an empty series unclipped: its extent is the figure's corner
+            ax.plot([r["steps"] for r in rejected], [r["eps_lower"] for r in rejected], "x",
+                    ms=6, mew=0.8, color="tab:red", linestyle="none", transform=shift,
+                    clip_on=False, label=None if labelled else "Gaussian assumption rejected")
+            labelled = True
         curve = exact[(float(sigma), b)]
         ax.plot(range(1, len(curve) + 1), curve, linestyle=":", linewidth=1.0, color=colors(i),
                 label=r"exact $\varepsilon(\delta)$ of $\theta_T$" if i == 0 else None)
@@ -121,7 +125,11 @@ def _draw_curves(ax, rows, sigma, batches, exact, delta):
     ax.set_ylabel(rf"$\varepsilon$ at $\delta = 10^{{{exponent}}}$" "\n"
                   "(lines: GDP audit, assumes Gaussian)")
     fit_data_limits(ax)
-    ax.set_ylim(0, 1.08 * comp)
+    # Up to the accounting's epsilon, or higher where a GDP audit (which assumes Gaussian
+    # scores, and may pass the accounting where they are not) or the exact curve does.
+    top = max([comp] + [r["eps_lower"] for r in sel if r["eps_lower"] is not None]
+              + [float(max(exact[(float(sigma), b)])) for b in batches])  # fmt: skip
+    ax.set_ylim(0, 1.08 * top)
     ax.grid(True, color="0.9", linewidth=0.6)
     ax.set_title(rf"$\sigma = {sigma:g}$", fontsize=8)
 
@@ -141,9 +149,12 @@ def _curve_panels(fig, rows, exact, path_stem, title, ncols):
             ax.set_ylabel("")
     for ax in list(axes.flat)[len(sigmas):]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False,
-                  fontsize=7)
+    entries = {}  # every panel's entries, each label once (a panel may have no rejection)
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    figure.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=4,
+                  frameon=False, fontsize=7)
     figure.suptitle(title, fontsize=8)
     return save_figure(figure, path_stem)
 

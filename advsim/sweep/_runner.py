@@ -17,6 +17,7 @@ from advsim import bounds
 from advsim._exact_columns import ExactBeside
 from advsim._interrupt import undo_if_stopped
 from advsim._io import provenance, write_json
+from advsim.audits import DEFAULT_THRESHOLD_SELECTION
 from advsim.experiment import EXACT_COLUMNS, exact_columns, run_audit
 from advsim.sweep._config import (
     Cell,
@@ -253,7 +254,7 @@ def _audit_cell(
         method=p["method"],
         delta=p["delta"],
         confidence=p["confidence"],
-        threshold_selection=p.get("threshold_selection", "split"),
+        threshold_selection=p.get("threshold_selection", DEFAULT_THRESHOLD_SELECTION),
         strategy_options=strategy_options(p),
         **audit_options(p),
         **streaming_options(p),

@@ -42,7 +42,7 @@ _AUDIT_DEFAULTS = {
     "trials": 100_000,
     "method": "eps_delta",  # "family" for the heuristic's family: `_defaults`
     "confidence": 0.95,
-    "threshold_selection": "split",
+    "threshold_selection": DEFAULT_THRESHOLD_SELECTION,
 }
 
 
@@ -297,7 +297,7 @@ def _streaming_defaults(fixed: dict, swept: set, defaults: dict) -> None:
     """A streaming sweep's settings (`streaming = true` in `[sweep]`): its method defaults
     to "eps_delta" (the statement a streaming audit makes), and its cells have no
     `threshold_selection` (the tests are planned on the pilot; the records read
-    "streaming"): a fixed "split" (the default) or "by_sample_size" is dropped (the same
+    "streaming"): a fixed "by_sample_size" (the default) or "split" is dropped (the same
     cells as unset), any
     other value is refused with the cells (`check_audit_options`), and a swept one here."""
     defaults["method"] = "eps_delta"

@@ -78,7 +78,7 @@ def test_threshold_projected_split_with_its_selection_fraction(tmp_path, capsys)
     ("flags", "message"),
     [
         (["--selection-fraction", "0.2"], "--selection-fraction applies to --threshold "
-         "projected_split or rank_split only, not --threshold split"),
+         "projected_split or rank_split only, not --threshold by_sample_size"),
         (["--threshold", "explicit"], "--threshold explicit needs --audit-threshold"),
         (["--threshold", "bonferroni", "--num-splits", "3"], "--num-splits applies to"),
         (["--threshold", "projected_split", "--selection-fraction", "1.5"],

@@ -78,12 +78,18 @@ def test_run_audit_refuses_pilot_runs_without_streaming():
 
 
 def test_cells_of_configs_without_streaming_keep_their_ids():
-    """Ids computed before the streaming keys existed; `streaming = false` is that config."""
+    """Ids computed before the streaming keys existed, with `threshold_selection =
+    "split"` (pinned then); `streaming = false` is that config. Under the default strategy,
+    "by_sample_size", the cells are others (ids pinned here too)."""
     config = {
         "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta"},
         "mechanism": {"name": "linear", "sampling_prob": 1.0, "noise_multiplier": 1.0},
         "grid": {"steps": [1, 2]},
     }
+    assert [c.cell_id for c in parse_config(config).cells()] == [
+        "fdc81c4ed51f4d12", "ca0a2a13b5e0d417",
+    ]  # fmt: skip
+    config["sweep"]["threshold_selection"] = "split"
     ids = ["d20d10fa1959ba0c", "fde358a55277d060"]
     assert [c.cell_id for c in parse_config(config).cells()] == ids
     config["sweep"]["streaming"] = False

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import jax
@@ -369,6 +370,23 @@ def test_resume_with_another_config_is_refused(tmp_path):
     with pytest.raises(SweepError, match=r"different config \(differs in \['grid.steps'\]\)"):
         run_sweep(_bounds_config(steps=(1, 2)), out, resume=True, progress=False)
     assert len(run_sweep(_bounds_config(), out, resume=True, progress=False)) == 2
+
+
+def test_a_sweep_started_under_the_split_default_is_refused_not_mixed(tmp_path):
+    # Before the default became "by_sample_size", an audit sweep's cells were "split" (the
+    # config in run.json has every default filled in). Resuming it under the new default
+    # would key new cells beside the old: it is refused, naming the setting; the old
+    # strategy, set explicitly, resumes it. (The folder is written by hand: no cell runs.)
+    toml = tomllib.loads(GRID_4x5)
+    old = parse_config({**toml, "sweep": {**toml["sweep"], "threshold_selection": "split"}})
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"config": old.to_dict(), "sessions": []}))
+    new = parse_config(toml)
+    assert new.fixed["threshold_selection"] == "by_sample_size"
+    with pytest.raises(SweepError, match=r"differs in \['sweep.threshold_selection'\]"):
+        run_sweep(new, out, resume=True, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == ["run.json"]  # nothing was added
 
 
 @pytest.mark.parametrize(

@@ -24,18 +24,19 @@ def _ids(config) -> list[str]:
     return [c.cell_id for c in config.cells()]
 
 
-@pytest.mark.parametrize("selection", [None, "split"])
+@pytest.mark.parametrize("selection", [None, "by_sample_size", "split"])
 def test_a_config_without_them_keeps_its_cell_ids(selection):
     """The id is 16 hex digits of SHA-256 over the canonical JSON of mode, mechanism,
     adversary, parameters and seed; recomputed here with the parameters a cell had before
-    the audit options existed: nothing was added to them. A sweep's default strategy is
-    "split", so a config that sets it has the same cells."""
+    the audit options existed: nothing was added to them. The strategy is one of them,
+    its default ("by_sample_size") filled in: a config that sets the default has the same
+    cells, one that sets "split" the cells of "split"."""
     given = {} if selection is None else {"threshold_selection": selection}
     config = parse_config(_config(**given))
     for cell, q in zip(config.cells(), (0.5, 0.25), strict=True):
         params = {
             "confidence": 0.95, "delta": 1e-3, "method": "family", "noise_multiplier": 1.0,
-            "steps": 2, "threshold_selection": "split", "trials": 200,
+            "steps": 2, "threshold_selection": selection or "by_sample_size", "trials": 200,
             "sampling_prob": q,
         }  # fmt: skip
         ident = {
