@@ -147,8 +147,7 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
     if "eps_point" in empirical:
         above = np.array([_mark(r, "eps_point") == "!" for r in rows])
         pts = np.array([as_number(r.get("eps_point")) for r in rows])
-        # Never an empty series drawn unclipped: its extent is the figure's corner, and
-        # constrained layout collapsed the axes to fit it (every point above composition).
+        # Never an empty unclipped series: its extent, the figure's corner, collapses the axes.
         if (~above).any():
             ax.plot(
                 xs[~above], pts[~above], linestyle="none", marker="o", mfc="white", mec="0.0",
