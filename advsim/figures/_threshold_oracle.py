@@ -20,8 +20,8 @@ each score set (`oracle_eps`); the figure's limit is the larger of their medians
 
 Each oracle also fixes in advance how the level 1 - c is shared between its two rates
 (`SHARES`, the FPR's share): `advsim.audits.RankSplit` gives its rank-placed rate 0.5,
-0.7 or 0.9 of a test's level, and with an equal share only (the oracle's first version)
-rank_split's median beat the oracle by 0.6-1.1% in three rows of the figure.
+0.7 or 0.9 of a test's level, and against an oracle with an equal share only,
+rank_split's median was 0.6-1.1% higher in three rows of the figure.
 """
 
 from __future__ import annotations

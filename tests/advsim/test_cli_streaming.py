@@ -78,9 +78,9 @@ def test_run_audit_refuses_pilot_runs_without_streaming():
 
 
 def test_cells_of_configs_without_streaming_keep_their_ids():
-    """Ids computed before the streaming keys existed, with `threshold_selection =
-    "split"` (pinned then); `streaming = false` is that config. Under the default strategy,
-    "by_sample_size", the cells are others (ids pinned here too)."""
+    """The pinned ids of a config with `threshold_selection = "split"`, computed without
+    the streaming keys: `streaming = false` is that config. Under the default strategy,
+    "by_sample_size", the cells are others (their ids pinned too)."""
     config = {
         "sweep": {"trials": 20000, "exact": False, "sides": "one", "method": "eps_delta"},
         "mechanism": {"name": "linear", "sampling_prob": 1.0, "noise_multiplier": 1.0},

@@ -373,10 +373,10 @@ def test_resume_with_another_config_is_refused(tmp_path):
 
 
 def test_a_sweep_started_under_the_split_default_is_refused_not_mixed(tmp_path):
-    # Before the default became "by_sample_size", an audit sweep's cells were "split" (the
-    # config in run.json has every default filled in). Resuming it under the new default
-    # would key new cells beside the old: it is refused, naming the setting; the old
-    # strategy, set explicitly, resumes it. (The folder is written by hand: no cell runs.)
+    # A sweep folder whose cells are "split" (run.json's config has every default filled
+    # in) resumed under the default strategy would key new cells beside those: it is
+    # refused, naming the setting; "split", set explicitly, resumes it. (The folder is
+    # written by hand: no cell runs.)
     toml = tomllib.loads(GRID_4x5)
     old = parse_config({**toml, "sweep": {**toml["sweep"], "threshold_selection": "split"}})
     out = tmp_path / "old"
