@@ -213,6 +213,11 @@ def _jax_privacy():
     return auditing
 
 
+def _auditor(auditing, scores: Scores):
+    """jax_privacy's `CanaryScoreAuditor` on `scores` (in-world first, as its arguments)."""
+    return auditing.CanaryScoreAuditor(np.asarray(scores.canary_in), np.asarray(scores.canary_out))
+
+
 def _advsim_names() -> tuple[str, ...]:
     """advsim's strategies by alias, the default first: every one but `"explicit"` (the
     oracle is the explicit test) and `"same"` (not a bound: `threshold_calibration`)."""
@@ -233,7 +238,7 @@ def _one_set(scores: Scores, seed: int, p: dict, auditing) -> dict:
         r = audit(scores, "eps_delta", delta=delta, confidence=c, threshold_selection=name,
                   seed=seed, **options)  # fmt: skip
         out[f"advsim:{name}"] = (r.eps_lower, r.guarantee.held_out, r.guarantee.label)
-    jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in), np.asarray(scores.canary_out))
+    jp = _auditor(auditing, scores)
     strategies = {
         "Split(0.5)": (auditing.Split(0.5, seed), True),
         f"MultiSplit({splits})": (auditing.MultiSplit(splits, 0.5, seed), True),
@@ -325,8 +330,7 @@ def _defaults(family: str, n: int, count: int, p: dict, auditing) -> dict:
         r = audit(scores, "eps_delta", delta=delta, confidence=c,
                   threshold_selection=DEFAULT_THRESHOLD_SELECTION, seed=seed)  # fmt: skip
         ours.append(-1.0 if r.eps_lower is None else float(r.eps_lower))
-        jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in),
-                                         np.asarray(scores.canary_out))  # fmt: skip
+        jp = _auditor(auditing, scores)
         theirs.append(float(jp.epsilon_clopper_pearson(
             1.0 - c, delta, one_sided=True, threshold_strategy=auditing.Bonferroni())))  # fmt: skip
     return {"ours": ours, "theirs": theirs, "wall_time_s": round(time.perf_counter() - start, 1)}
@@ -437,8 +441,7 @@ def _calibration_row(spec: dict, cal: dict, delta: float, auditing) -> dict:
     for rep in range(repeats):
         scores = sample_scores("laplace", n, 10_000 + rep)
         if strategy == "Bonferroni()":
-            jp = auditing.CanaryScoreAuditor(np.asarray(scores.canary_in),
-                                             np.asarray(scores.canary_out))  # fmt: skip
+            jp = _auditor(auditing, scores)
             eps.append(float(jp.epsilon_clopper_pearson(1.0 - c, delta, one_sided=False)))
             labels.add("optimistic")
             continue
