@@ -53,7 +53,7 @@ from advsim.exact._logladder import beyond_resolution
 from advsim.exact._plan import check_ladder, layout, plan_bytes
 from advsim.exact._programs import any_steps
 from advsim.exact._propagate import advance
-from advsim.exact._result import ExactEpsilon
+from advsim.exact._result import ExactEpsilon, ladder_fields
 
 __all__ = [
     "DEFAULT_CELLS_PER_SD",
@@ -223,47 +223,33 @@ def _propagate_levels(
 
 
 def _summary(runs, i: int, delta: float) -> dict:
-    """Member `i`'s value, error estimate and diagnostics from its runs (coarsest first)."""
-    eps = [float(r[0][i]) for r in runs]
+    """Member `i`'s fields of `ExactEpsilon` from its runs (coarsest first): value, error
+    estimate and diagnostics."""
     _, state, grids, _, per_step, nodes, _ = runs[-1]
     p = np.asarray(state.mass_in[i])
     q = np.asarray(state.mass_out[i])
     lost = (float(state.lost_in[i]), float(state.lost_out[i]))
     mass_error = max(abs(1.0 - p.sum() - lost[0]), abs(1.0 - q.sum() - lost[1]))
     atoms = 2 if p.size == nodes + 2 else 0
-    bracket = _bracket(p, q, delta, max(lost) + mass_error, atoms)
-    diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
-    order = math.nan
-    if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
-        order = math.log2(abs(diffs[-2] / diffs[-1]))
-    error = abs(diffs[-1]) if diffs else math.nan
-    lost_term = max(bracket[1] - eps[-1], eps[-1] - bracket[0])
-    error = error + lost_term
-    resolved = math.isfinite(eps[-1]) and eps[-1] <= resolution_limit(delta)
-    if not resolved:
-        error = math.inf
-    step_error = None
-    if per_step is not None:
-        finest = np.asarray(per_step[i], np.float64)
-        change = np.full_like(finest, np.nan)
-        if len(runs) > 1:
-            with np.errstate(invalid="ignore"):  # inf - inf beyond the resolution (inf below)
-                change = np.abs(finest - runs[-2][4][i])
-        step_error = np.where(finest <= resolution_limit(delta), change + lost_term, np.inf)
-    return {
-        "eps": eps, "state": state, "grid": grids[i], "p": p, "q": q, "lost": lost,
-        "mass_error": float(mass_error), "atoms": atoms, "bracket": bracket,
-        "diffs": diffs, "order": order, "error": error, "resolved": resolved,
-        "nodes": nodes, "per_step": None if per_step is None else per_step[i],
-        "step_error": step_error,
-        "spacings": tuple(float(r[3][i]) for r in runs),
+    eps = [float(r[0][i]) for r in runs]
+    limit = resolution_limit(delta)
+    fields = ladder_fields(
+        eps, [float(r[3][i]) for r in runs],
+        eps_bracket=_bracket(p, q, delta, max(lost) + mass_error, atoms),
+        resolved=math.isfinite(eps[-1]) and eps[-1] <= limit, limit=limit,
+        per_step=None if per_step is None else per_step[i],
+        coarser_step=runs[-2][4][i] if per_step is not None and len(runs) > 1 else None,
+    )  # fmt: skip
+    return fields | {
+        "grid": grids[i], "mass_in": p, "mass_out": q, "lost_mass": lost,
+        "mass_error": float(mass_error), "atoms": atoms, "nodes": nodes,
     }  # fmt: skip
 
 
 def _converged(summary: dict, rtol: float) -> bool:
     """Whether a member's error estimate is at most `rtol` times its epsilon (never for a
     nan or infinite error)."""
-    return bool(summary["error"] <= rtol * abs(summary["eps"][-1]))
+    return bool(summary["error"] <= rtol * abs(summary["epsilon"]))
 
 
 def _check_mechanism(name: str, value) -> None:
@@ -365,31 +351,14 @@ def _batch(
             elapsed = time.perf_counter() - start_time
         results.append(
             ExactEpsilon(
-                epsilon=m["eps"][-1],
+                **m,
                 delta=delta,
-                error=m["error"],
                 error_kind=ERROR_KIND,
-                epsilons=tuple(m["eps"]),
-                spacings=m["spacings"],
-                cells_per_sd=tuple(cells_per_sd * 2**k for k in range(len(m["eps"]))),
-                differences=m["diffs"],
-                observed_order=m["order"],
-                resolved=m["resolved"],
-                lost_mass=m["lost"],
-                mass_error=m["mass_error"],
-                eps_bracket=m["bracket"],
-                nodes=m["nodes"],
-                atoms=m["atoms"],
-                grid=m["grid"],
-                mass_in=m["p"],
-                mass_out=m["q"],
-                epsilon_per_step=m["per_step"],
-                error_per_step=m["step_error"],
+                cells_per_sd=tuple(cells_per_sd * 2**k for k in range(len(m["epsilons"]))),
                 seconds=elapsed,
                 rtol=rtol,
                 converged=None if rtol is None else _converged(m, rtol),
-                log_space=m.get("log_space", False),
-            )  # fmt: skip
+            )
         )
     return results
 

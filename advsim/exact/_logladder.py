@@ -43,6 +43,7 @@ from advsim.exact._host import _diagnose, _initial_model, _initial_state
 from advsim.exact._logspace import LogPlan, LogState, advance_log, log_grid_epsilon
 from advsim.exact._plan import _host_values, count_components, ladder, layout
 from advsim.exact._programs import any_steps
+from advsim.exact._result import ladder_fields
 
 __all__ = ["EPS_TARGETS", "MARGIN", "beyond_resolution", "log_ladder", "log_plan_work"]
 
@@ -318,7 +319,7 @@ def _levels(mech, delta, cells_per_sd, refinements, rtol, support, every_step, m
         runs.append(_run(mech, delta, plans[k], *args))
         if rtol is not None and k + 1 < refinements:
             summary = _summary(runs, delta, eps_max)
-            if summary["error"] <= rtol * summary["eps"][-1]:
+            if summary["error"] <= rtol * summary["epsilon"]:
                 bar.total -= mech.steps * (refinements - k - 1)
                 break
     return runs
@@ -336,51 +337,37 @@ def _bracket(log_p, log_q, delta, log_slack, atoms, eps_max):
 
 
 def _summary(runs, delta: float, eps_max: float) -> dict:
-    """The value, error estimate and diagnostics of the runs (coarsest first), in the form
-    of the grid ladder's summary."""
-    eps = [float(r[0]) for r in runs]
+    """The fields of `ExactEpsilon` from the runs (coarsest first), as the grid ladder's
+    summary gives them."""
     _, log_in, log_out, log_lost, grid, _, per_step, nodes, atoms = runs[-1]
     lost = (math.exp(log_lost[0]), math.exp(log_lost[1]))
-    p, q = np.exp(log_in), np.exp(log_out)
     total_in = np.logaddexp.reduce(log_in)
     total_out = np.logaddexp.reduce(log_out)
     mass_error = max(abs(1.0 - math.exp(total_in) - lost[0]),
                      abs(1.0 - math.exp(total_out) - lost[1]))  # fmt: skip
-    bracket = _bracket(log_in, log_out, delta, max(log_lost), atoms, eps_max)
-    diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
-    order = math.nan
-    if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
-        order = math.log2(abs(diffs[-2] / diffs[-1]))
-    lost_term = max(bracket[1] - eps[-1], eps[-1] - bracket[0])
-    error = (abs(diffs[-1]) if diffs else math.nan) + lost_term
-    resolved = all(math.isfinite(e) for e in eps)
-    if not resolved:
-        error = math.inf
-    step_error = None
-    if per_step is not None:
-        finest = np.asarray(per_step, np.float64)
-        change = (np.abs(finest - runs[-2][6]) if len(runs) > 1
-                  else np.full_like(finest, np.nan))  # fmt: skip
-        step_error = np.where(np.isfinite(finest), change + lost_term, np.inf)
-    return {
-        "eps": eps, "grid": grid, "p": p, "q": q, "lost": lost,
-        "mass_error": float(mass_error), "atoms": atoms, "bracket": bracket,
-        "diffs": diffs, "order": order, "error": error, "resolved": resolved,
-        "nodes": nodes, "per_step": per_step, "step_error": step_error,
-        "spacings": tuple(float(r[5]) for r in runs),
+    eps = [float(r[0]) for r in runs]
+    fields = ladder_fields(
+        eps, [float(r[5]) for r in runs],
+        eps_bracket=_bracket(log_in, log_out, delta, max(log_lost), atoms, eps_max),
+        resolved=all(math.isfinite(e) for e in eps), limit=math.inf,
+        per_step=per_step, coarser_step=runs[-2][6] if len(runs) > 1 else None,
+    )  # fmt: skip
+    return fields | {
+        "grid": grid, "mass_in": np.exp(log_in), "mass_out": np.exp(log_out),
+        "lost_mass": lost, "mass_error": float(mass_error), "atoms": atoms, "nodes": nodes,
+        "log_space": True,
     }  # fmt: skip
 
 
 def log_ladder(mech, delta, *, cells_per_sd, refinements, rtol, support, every_step,
                max_bytes, bar, stop) -> dict:  # fmt: skip
     """The ladder of log-space grids for one mechanism, sized for each of `targets` in
-    turn until the value is within it: the summary of the grid ladder's form, with
-    `eps_max`, the target it was sized for."""
+    turn until the value is within it: the fields of `ExactEpsilon` (`_summary`), with
+    `log_space` True."""
     for eps_max in targets(mech, delta):
         runs = _levels(mech, delta, cells_per_sd, refinements, rtol, support, every_step,
                        max_bytes, eps_max, bar, stop)  # fmt: skip
         summary = _summary(runs, delta, eps_max)
-        summary["eps_max"] = eps_max
         if summary["resolved"]:
             return summary
     return summary
@@ -407,5 +394,4 @@ def beyond_resolution(mech, delta, *, cells_per_sd, refinements, rtol, support, 
         summary = log_ladder(mech, delta, cells_per_sd=cells_per_sd, refinements=refinements,
                              rtol=rtol, support=support, every_step=every_step,
                              max_bytes=max_bytes, bar=bar, stop=stop)  # fmt: skip
-    summary["log_space"] = True
     return summary

@@ -11,7 +11,7 @@ import numpy as np
 
 from advsim.exact._divergence import discrete_tradeoff, grid_delta
 
-__all__ = ["ExactEpsilon"]
+__all__ = ["ExactEpsilon", "ladder_fields"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,3 +140,42 @@ class ExactEpsilon:
             "exact_log_space": self.log_space,
             "delta": self.delta,
         }
+
+
+def ladder_fields(epsilons, spacings, *, eps_bracket, resolved, limit, per_step, coarser_step):
+    """The fields of `ExactEpsilon` that come from the ladder of grids as a whole (its
+    value, differences, observed order and error estimates), read alike by the grid and
+    the log-space ladders.
+
+    Args:
+        epsilons: eps on each grid, coarsest first.
+        spacings: each grid's spacing.
+        eps_bracket: the finest grid's bracket (`ExactEpsilon.eps_bracket`).
+        resolved: whether the ladder resolved a value (else `error` is inf).
+        limit: the largest eps a grid resolves; a per-step value above it, or not
+            finite, gets an infinite error.
+        per_step: eps after every step on the finest grid, or None.
+        coarser_step: the same on the grid before it (None with one grid).
+    """
+    eps = [float(e) for e in epsilons]
+    diffs = tuple(b - a for a, b in zip(eps, eps[1:], strict=False))
+    order = math.nan
+    if len(diffs) >= 2 and diffs[-1] != 0 and diffs[-2] != 0:
+        order = math.log2(abs(diffs[-2] / diffs[-1]))
+    lost_term = max(eps_bracket[1] - eps[-1], eps[-1] - eps_bracket[0])
+    error = (abs(diffs[-1]) if diffs else math.nan) + lost_term if resolved else math.inf
+    step_error = None
+    if per_step is not None:
+        finest = np.asarray(per_step, np.float64)
+        change = np.full_like(finest, np.nan)
+        if coarser_step is not None:
+            with np.errstate(invalid="ignore"):  # inf - inf beyond the resolution
+                change = np.abs(finest - np.asarray(coarser_step, np.float64))
+        usable = np.isfinite(finest) & (finest <= limit)
+        step_error = np.where(usable, change + lost_term, np.inf)
+    return {
+        "epsilon": eps[-1], "epsilons": tuple(eps), "spacings": tuple(spacings),
+        "differences": diffs, "observed_order": order, "error": error,
+        "resolved": bool(resolved), "eps_bracket": eps_bracket,
+        "epsilon_per_step": per_step, "error_per_step": step_error,
+    }  # fmt: skip

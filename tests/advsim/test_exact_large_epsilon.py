@@ -224,4 +224,4 @@ def test_log_space_gives_the_grids_value_where_both_resolve(mech):
         stop=lambda t0, steps: None,
     )  # fmt: skip
     assert not grid.log_space and grid.resolved
-    assert logs["eps"][-1] == pytest.approx(grid.epsilon, abs=grid.error)
+    assert logs["epsilon"] == pytest.approx(grid.epsilon, abs=grid.error)
