@@ -13,6 +13,7 @@ from their constructors' arguments.
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
 import equinox as eqx
 import jax
@@ -21,11 +22,18 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from advsim import AbstractPerExampleData, DPSGDParams, poisson_batch_bound
+from advsim import AbstractPerExampleData, DPSGDOptions, DPSGDParams, poisson_batch_bound
 from advsim.mechanisms.datasets import DATASETS, Dataset, load_dataset
 from advsim.validation import check_int
 
-__all__ = ["MODELS", "AbstractRealModel", "build_network", "example_loss", "example_margin"]
+__all__ = [
+    "MODELS",
+    "AbstractRealModel",
+    "RealModelOptions",
+    "build_network",
+    "example_loss",
+    "example_margin",
+]
 
 MODELS = ("logistic", "mlp")
 """The `model` names of the real-model mechanisms (`build_network`)."""
@@ -66,6 +74,38 @@ def example_margin(logits: Float[Array, " k"], label: Int[Array, ""]) -> Float[A
     return logits[label] - jnp.max(others)
 
 
+class RealModelOptions(DPSGDOptions, total=False):
+    """The keywords every real-model mechanism takes after its canary's: the model, the
+    data and DP-SGD's own (`DPSGDOptions`), each optional.
+
+    A constructor takes `**options: Unpack[RealModelOptions]` and hands them to
+    `AbstractRealModel`, which sets the defaults and checks them in one place; sweep
+    configs read the keys off the annotation.
+
+    Keys:
+        dataset: "breast_cancer" (default) or "digits" (`load_dataset`).
+        model: "logistic" (default) or "mlp" (one tanh hidden layer of `width`).
+        width: the MLP's hidden width (default 32; ignored for "logistic").
+        num_examples: train on the first n examples of the training split (default all).
+        max_batch_size: B in [1, n], the examples whose gradients one block computes
+            (default `poisson_batch_bound(n, q)`; a larger sampled batch takes more blocks,
+            never drops an example; n computes all n every step).
+        model_seed: seed of the public initial parameters (default 0; identical in both
+            worlds).
+        split_seed: seed of the train/test split (default 0).
+        learning_rate: as in `DPSGDOptions`, but 0.1 by default here (eta / (q n) for the
+            averaged update).
+    """
+
+    dataset: Literal["breast_cancer", "digits"]
+    model: Literal["logistic", "mlp"]
+    width: int
+    num_examples: int | None
+    max_batch_size: int | None
+    model_seed: int
+    split_seed: int
+
+
 class AbstractRealModel(AbstractPerExampleData):
     """Shared machinery: an equinox model on a bundled dataset, examples sampled one by one.
 
@@ -88,12 +128,19 @@ class AbstractRealModel(AbstractPerExampleData):
     labels: np.ndarray
     initial_params: np.ndarray
 
-    def _init_shared(self, steps, sampling_prob, noise_multiplier, shared, dpsgd) -> Dataset:
-        """Sets the fields above from a constructor's arguments (validated) and returns the
-        dataset; `shared` is (dataset, model, width, num_examples, max_batch_size,
-        model_seed, split_seed)."""
-        dataset, model, width, num_examples, max_batch_size, model_seed, split_seed = shared
-        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **dpsgd)
+    def _init_shared(self, steps, sampling_prob, noise_multiplier, options) -> Dataset:
+        """Sets the fields above from a constructor's arguments and its `RealModelOptions`
+        (defaulted and validated here) and returns the dataset."""
+        options = dict(options)
+        dataset = options.pop("dataset", "breast_cancer")
+        model = options.pop("model", "logistic")
+        width = options.pop("width", 32)
+        num_examples = options.pop("num_examples", None)
+        max_batch_size = options.pop("max_batch_size", None)
+        model_seed = options.pop("model_seed", 0)
+        split_seed = options.pop("split_seed", 0)
+        options.setdefault("learning_rate", 0.1)
+        self.params = DPSGDParams(steps, sampling_prob, noise_multiplier, **options)
         if dataset not in DATASETS:
             raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
         if model not in MODELS:

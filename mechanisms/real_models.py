@@ -44,10 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from advsim import AbstractCanaryExample, AbstractDirectedCanary, CanarySchedule, DPSGDOptions
+from advsim import AbstractCanaryExample, AbstractDirectedCanary, CanarySchedule
 from advsim.mechanisms.datasets import Dataset
 from advsim.mechanisms.gradient_canary import unit_direction
-from advsim.mechanisms.networks import AbstractRealModel, example_margin
+from advsim.mechanisms.networks import AbstractRealModel, RealModelOptions, example_margin
 from advsim.validation import check_int, check_positive
 
 __all__ = ["INPUT_CANARIES", "RealModelGradientCanary", "RealModelInputCanary"]
@@ -59,19 +59,12 @@ INPUT_CANARIES = ("mislabeled", "out_of_range")
 _ARGS_DOC = """
         steps: T >= 1.
         sampling_prob: q in (0, 1], each training example's Poisson rate.
-        noise_multiplier: sigma > 0.
-        dataset: "breast_cancer" or "digits" (`load_dataset`).
-        model: "logistic" or "mlp" (one tanh hidden layer of `width`).
-        width: the MLP's hidden width (default 32; ignored for "logistic").
-        num_examples: train on the first n examples of the training split (default all).
-        max_batch_size: B in [1, n], the examples whose gradients one block computes
-            (default `poisson_batch_bound(n, q)`; a larger sampled batch takes more blocks,
-            never drops an example; n computes all n every step).
-        model_seed: seed of the public initial parameters (identical in both worlds).
-        split_seed: seed of the train/test split."""
+        noise_multiplier: sigma > 0."""
 
-_DPSGD_DOC = """
-        **dpsgd: clip_norm, learning_rate, canary_schedule, batching (see
+_OPTIONS_DOC = """
+        **options: `RealModelOptions`: the data and model (dataset, model, width,
+            num_examples, max_batch_size, model_seed, split_seed) and DP-SGD's
+            (clip_norm, learning_rate, canary_schedule, batching; see
             `advsim.DPSGDParams`); learning_rate defaults to 0.1 here (eta / (q n) for
             the averaged update)."""
 
@@ -85,7 +78,7 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
     `ravel_pytree` of the equinox model (`coordinate_names()` says which is which).
 
     Args:{args}
-        canary_direction: a coordinate index or a vector of length `dim`.{dpsgd}
+        canary_direction: a coordinate index or a vector of length `dim`.{options}
             canary_schedule defaults to every step, not sampled.
 
     Raises:
@@ -106,21 +99,12 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        dataset: Literal["breast_cancer", "digits"] = "breast_cancer",
-        model: Literal["logistic", "mlp"] = "logistic",
-        width: int = 32,
-        num_examples: int | None = None,
-        max_batch_size: int | None = None,
-        model_seed: int = 0,
-        split_seed: int = 0,
         canary_direction=0,
-        **dpsgd: Unpack[DPSGDOptions],
+        **options: Unpack[RealModelOptions],
     ):
-        if dpsgd.get("canary_schedule") is None:
-            dpsgd["canary_schedule"] = CanarySchedule.every(1, sampled=False)
-        dpsgd.setdefault("learning_rate", 0.1)
-        shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
-        self._init_shared(steps, sampling_prob, noise_multiplier, shared, dpsgd)
+        if options.get("canary_schedule") is None:
+            options["canary_schedule"] = CanarySchedule.every(1, sampled=False)
+        self._init_shared(steps, sampling_prob, noise_multiplier, options)
         self.dim = int(self.initial_params.shape[0])
         self.canary_direction = unit_direction(canary_direction, self.dim)
 
@@ -162,7 +146,7 @@ class RealModelGradientCanary(AbstractRealModel, AbstractDirectedCanary):
 
 
 RealModelGradientCanary.__doc__ = RealModelGradientCanary.__doc__.format(
-    args=_ARGS_DOC, dpsgd=_DPSGD_DOC
+    args=_ARGS_DOC, options=_OPTIONS_DOC
 )
 
 
@@ -190,7 +174,7 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
     Args:{args}
         canary: "mislabeled" (default) or "out_of_range".
         canary_index: which test example is mislabeled (default 0).
-        canary_scale: the out-of-range canary's feature value (default 10).{dpsgd}
+        canary_scale: the out-of-range canary's feature value (default 10).{options}
             canary_schedule defaults to every step, Poisson-sampled.
 
     Raises:
@@ -207,21 +191,12 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
         sampling_prob: float,
         noise_multiplier: float,
         *,
-        dataset: Literal["breast_cancer", "digits"] = "breast_cancer",
-        model: Literal["logistic", "mlp"] = "logistic",
-        width: int = 32,
-        num_examples: int | None = None,
-        max_batch_size: int | None = None,
-        model_seed: int = 0,
-        split_seed: int = 0,
         canary: Literal["mislabeled", "out_of_range"] = "mislabeled",
         canary_index: int = 0,
         canary_scale: float = 10.0,
-        **dpsgd: Unpack[DPSGDOptions],
+        **options: Unpack[RealModelOptions],
     ):
-        dpsgd.setdefault("learning_rate", 0.1)
-        shared = (dataset, model, width, num_examples, max_batch_size, model_seed, split_seed)
-        data = self._init_shared(steps, sampling_prob, noise_multiplier, shared, dpsgd)
+        data = self._init_shared(steps, sampling_prob, noise_multiplier, options)
         if canary not in INPUT_CANARIES:
             raise ValueError(f"canary must be one of {INPUT_CANARIES}, got {canary!r}")
         self.canary = canary
@@ -249,4 +224,6 @@ class RealModelInputCanary(AbstractRealModel, AbstractCanaryExample):
         }
 
 
-RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(args=_ARGS_DOC, dpsgd=_DPSGD_DOC)
+RealModelInputCanary.__doc__ = RealModelInputCanary.__doc__.format(
+    args=_ARGS_DOC, options=_OPTIONS_DOC
+)
