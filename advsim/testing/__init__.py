@@ -90,6 +90,7 @@ from advsim.testing._contract import (
 from advsim.testing._drawn import constructions
 from advsim.testing._exact import (
     ExactLikelihoodScore,
+    RunRanges,
     assert_exact_below,
     construction_batches,
     convex_constructions,
@@ -142,6 +143,7 @@ __all__ = [
     "Mixture",
     "ProjectedScalarFieldConstruction",
     "ScalarField",
+    "RunRanges",
     "ScalarFieldConstruction",
     "alphas",
     "assert_audit_below",

@@ -31,13 +31,13 @@ from hypothesis import strategies as st
 from advsim import bounds
 from advsim._schedule import CanarySchedule
 from advsim.bounds import Assumption
-from advsim.testing._exact import _STEPS, _choice, _logs, _spec, _uniform, scalar_fields
+from advsim.testing._exact import _STEPS, _choice, _logs, _uniform, scalar_fields
 from advsim.testing._fields import (
     ProjectedScalarFieldConstruction,
     ScalarField,
     ScalarFieldConstruction,
 )
-from advsim.testing._strategies import _log_uniform
+from advsim.testing._strategies import _field, _log_uniform
 
 __all__ = ["constructions"]
 
@@ -147,16 +147,16 @@ def constructions(
             "RegularizerAsExample needs BoundedDomain with StronglyConvex(of='objective')"
         )
 
-    steps_s = _spec(
+    steps_s = _field(
         steps,
         st.sampled_from(_STEPS),
         lambda *, min_value=1, max_value=10: st.integers(min_value, max_value),
     )
-    sigma_s = _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
-    lr_s = _spec(learning_rate, _log_uniform(0.1, 1.0), _logs(0.1, 1.0))
-    q_s = _spec(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0))
-    r_s = _spec(radius, _log_uniform(0.5, 20.0), _logs(0.5, 20.0))
-    g_s = _spec(
+    sigma_s = _field(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
+    lr_s = _field(learning_rate, _log_uniform(0.1, 1.0), _logs(0.1, 1.0))
+    q_s = _field(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0))
+    r_s = _field(radius, _log_uniform(0.5, 20.0), _logs(0.5, 20.0))
+    g_s = _field(
         groups,
         st.integers(0, 2),
         lambda *, min_value=0, max_value=2: st.integers(min_value, max_value),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypedDict, Unpack
 
 from hypothesis import strategies as st
 
@@ -48,6 +49,7 @@ from advsim.testing._strategies import _field, _log_uniform
 
 __all__ = [
     "ExactLikelihoodScore",
+    "RunRanges",
     "assert_exact_below",
     "construction_batches",
     "convex_constructions",
@@ -61,10 +63,6 @@ __all__ = [
 # Strategies
 
 _STEPS = (1, 2, 5, 10)
-
-
-def _spec(value, default: st.SearchStrategy, make: Callable) -> st.SearchStrategy:
-    return _field(value, default, make)
 
 
 def _uniform(lo: float, hi: float) -> st.SearchStrategy[float]:
@@ -199,31 +197,67 @@ def scalar_fields(
     )
 
 
-def _run_specs(steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups):
-    """`(T, q, sigma, C, lr, number of data groups)` strategies from the keywords that
-    `linear_constructions` and `scalar_constructions` share (`_spec`; by default T in
-    `_STEPS`, q and sigma log-uniform in [0.05, 1] and [0.5, 4], C = lr = 1, 0-2 groups)."""
+class RunRanges(TypedDict, total=False):
+    """The run's keywords that `linear_constructions` and `scalar_constructions` share.
+
+    Each is, as in `dpsgd_params`, None (the default strategy), a pair `(lo, hi)`, a
+    strategy, or a fixed value.
+
+    Keys:
+        steps: T (default one of 1, 2, 5, 10: T is static in the exact engine, each
+            distinct T compiles once).
+        sampling_prob: q (default log-uniform in [0.05, 1]).
+        noise_multiplier: sigma (default log-uniform in [0.5, 4]).
+        clip_norm: C (default 1).
+        learning_rate: eta (default 1).
+        groups: the number of data groups (default 0 to 2).
+    """
+
+    steps: int | tuple[int, int] | st.SearchStrategy[int] | None
+    sampling_prob: float | tuple[float, float] | st.SearchStrategy[float] | None
+    noise_multiplier: float | tuple[float, float] | st.SearchStrategy[float] | None
+    clip_norm: float | tuple[float, float] | st.SearchStrategy[float] | None
+    learning_rate: float | tuple[float, float] | st.SearchStrategy[float] | None
+    groups: int | tuple[int, int] | st.SearchStrategy[int] | None
+
+
+#: `RunRanges`' defaults (`None` is each key's default strategy in `_run_specs`).
+_RUN_DEFAULTS = {
+    "steps": None,
+    "sampling_prob": (0.05, 1.0),
+    "noise_multiplier": (0.5, 4.0),
+    "clip_norm": 1.0,
+    "learning_rate": 1.0,
+    "groups": (0, 2),
+}
+
+
+def _run_specs(caller: str, run: dict) -> tuple:
+    """`(T, q, sigma, C, lr, number of data groups)` strategies from a `RunRanges`
+    (`_field`, over `_RUN_DEFAULTS`); an unknown key is a TypeError naming `caller`."""
+    unknown = sorted(set(run) - set(_RUN_DEFAULTS))
+    if unknown:
+        raise TypeError(
+            f"{caller}() got unexpected keyword(s) {unknown}; its run keywords are "
+            f"{list(_RUN_DEFAULTS)} (advsim.testing.RunRanges)"
+        )
+    v = _RUN_DEFAULTS | run
     return (
-        _spec(steps, st.sampled_from(_STEPS), _ints(1, 10)),
-        _spec(sampling_prob, _log_uniform(0.05, 1.0), _logs(0.05, 1.0)),
-        _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0)),
-        _spec(clip_norm, st.just(1.0), _logs(0.1, 10.0)),
-        _spec(learning_rate, st.just(1.0), _logs(0.1, 10.0)),
-        _spec(groups, st.integers(0, 2), _ints(0, 2)),
+        _field(v["steps"], st.sampled_from(_STEPS), _ints(1, 10)),
+        _field(v["sampling_prob"], _log_uniform(0.05, 1.0), _logs(0.05, 1.0)),
+        _field(v["noise_multiplier"], _log_uniform(0.5, 4.0), _logs(0.5, 4.0)),
+        _field(v["clip_norm"], st.just(1.0), _logs(0.1, 10.0)),
+        _field(v["learning_rate"], st.just(1.0), _logs(0.1, 10.0)),
+        _field(v["groups"], st.integers(0, 2), _ints(0, 2)),
     )
 
 
 def linear_constructions(
     *,
-    steps=None,
-    sampling_prob=(0.05, 1.0),
-    noise_multiplier=(0.5, 4.0),
-    clip_norm=1.0,
-    learning_rate=1.0,
-    groups=(0, 2),
     period=1,
     batching=None,
     tight=None,
+    **run: Unpack[RunRanges],
 ) -> st.SearchStrategy[ScalarFieldConstruction]:
     """Linear losses: every field constant (`ScalarFieldConstruction.is_linear`), the family
     of Theorem 1 of arXiv:2410.06186, whose exact epsilon is at most the last-iterate
@@ -232,17 +266,14 @@ def linear_constructions(
     The canary's gradient is drawn in [-2C, 2C] (more than half of the draws at norm >= C:
     the tight case when the data are deterministic), each data group's (1-4 examples) in
     [-2C, 2C],
-    the regularizer's in [-C, C], m_0 in [-1, 1]. Keywords follow `dpsgd_params` (None,
-    (lo, hi), a strategy or a fixed value); `groups` is the number of data groups,
-    `batching` "poisson", "fixed" or None (either), `tight` True (only the heuristic's
-    tight case: canary of norm C, zero data gradients and regularizer), False or None
-    (either, half and half).
-    T is static in the exact engine, so by default it is one of 1, 2, 5, 10.
+    the regularizer's in [-C, C], m_0 in [-1, 1]. The run's keywords (`steps`,
+    `sampling_prob`, `noise_multiplier`, `clip_norm`, `learning_rate`, `groups`) are a
+    `RunRanges`; `period` follows `dpsgd_params` (default 1), `batching` is "poisson",
+    "fixed" or None (either), `tight` True (only the heuristic's tight case: canary of
+    norm C, zero data gradients and regularizer), False or None (either, half and half).
     """
-    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs(
-        steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups
-    )
-    period_s = _spec(period, st.just(1), _ints(1, 3))
+    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs("linear_constructions", run)
+    period_s = _field(period, st.just(1), _ints(1, 3))
     batching_s = _choice(batching, ("poisson", "fixed"))
 
     @st.composite
@@ -305,12 +336,12 @@ def convex_constructions(
     `radius` is in units of the step's noise sd lr * sigma * C (drawn log-uniformly);
     `learning_rate` is lr.
     """
-    steps_s = _spec(steps, st.sampled_from(_STEPS), _ints(1, 10))
-    sigma_s = _spec(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
-    c_s = _spec(clip_norm, st.just(1.0), _logs(0.1, 10.0))
-    lr_s = _spec(learning_rate, _log_uniform(0.1, 1.0), _logs(0.1, 1.0))
-    r_s = _spec(radius, _log_uniform(0.5, 20.0), _logs(0.5, 20.0))
-    g_s = _spec(groups, st.integers(0, 2), _ints(0, 2))
+    steps_s = _field(steps, st.sampled_from(_STEPS), _ints(1, 10))
+    sigma_s = _field(noise_multiplier, _log_uniform(0.5, 4.0), _logs(0.5, 4.0))
+    c_s = _field(clip_norm, st.just(1.0), _logs(0.1, 10.0))
+    lr_s = _field(learning_rate, _log_uniform(0.1, 1.0), _logs(0.1, 1.0))
+    r_s = _field(radius, _log_uniform(0.5, 20.0), _logs(0.5, 20.0))
+    g_s = _field(groups, st.integers(0, 2), _ints(0, 2))
     reg_s = st.booleans() if regularizer is None else st.just(bool(regularizer))
 
     @st.composite
@@ -398,18 +429,13 @@ def _draw_schedule(draw, schedule, steps: int) -> CanarySchedule:
 
 def scalar_constructions(
     *,
-    steps=None,
-    sampling_prob=(0.05, 1.0),
-    noise_multiplier=(0.5, 4.0),
-    clip_norm=1.0,
-    learning_rate=1.0,
-    groups=(0, 2),
     knots: int = 2,
     bumps: int = 1,
     jumps: int = 1,
     batching=None,
     projected=None,
     schedule=None,
+    **run: Unpack[RunRanges],
 ) -> st.SearchStrategy[ScalarFieldConstruction | ProjectedScalarFieldConstruction]:
     """Any construction of the family: every field (canary, 0-2 data groups of 1-4
     examples, the unclipped regularizer) a random `ScalarField` with `knots`, `bumps` and
@@ -423,13 +449,11 @@ def scalar_constructions(
     half a noise sd from m_0 (`advsim.exact` spreads the initial point mass over its grid
     cell, so a jump closer than a cell to m_0 would be misread); the regularizer is
     affine with lr * slope in [-0.2, 1.5] (expanding to oscillating) plus, at times, a
-    bump. Keywords as `linear_constructions`; `projected` and `batching` True/False /
+    bump. The run's keywords are a `RunRanges`; `projected` and `batching` True/False /
     "poisson"/"fixed" or None (either); `schedule` a `CanarySchedule`, a strategy of them,
     or None (every step in two draws of five, else every(2), only(1) or only(T)).
     """
-    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs(
-        steps, sampling_prob, noise_multiplier, clip_norm, learning_rate, groups
-    )
+    steps_s, q_s, sigma_s, c_s, lr_s, g_s = _run_specs("scalar_constructions", run)
     batching_s = _choice(batching, ("poisson", "fixed"))
     projected_s = _choice(projected, (False, True))
 

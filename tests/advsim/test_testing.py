@@ -117,6 +117,14 @@ def test_bad_bounds_raise_when_the_strategy_is_built(make, match):
         make()
 
 
+@pytest.mark.parametrize("make", [tst.linear_constructions, tst.scalar_constructions])
+def test_construction_strategies_name_an_unknown_run_keyword(make):
+    # The run's keywords are a RunRanges: a misspelt one is refused when the strategy is
+    # built, with the keywords it takes, not silently ignored.
+    with pytest.raises(TypeError, match=r"unexpected keyword\(s\) \['noise'\].*noise_multiplier"):
+        make(noise=(0.5, 1.0))
+
+
 def test_dpsgd_params_record_validates():
     with pytest.raises(ValueError, match="sampling_prob must be in"):
         DrawnDPSGDParams(steps=1, sampling_prob=0.0, noise_multiplier=1.0, delta=1e-5)
