@@ -184,18 +184,21 @@ def landscape_law(
     noise_multiplier: float,
     batch_size: int,
     *,
-    threshold: float | None = None,
-    clip_norm: float = 1.0,
-    orientation: Literal["reinforce", "restore"] = "reinforce",
     every_step: bool = False,
+    **landscape,
 ) -> ExactEpsilon:
     r"""The exact law of $\theta_T$ in both worlds and its $\varepsilon(\delta)$, from
     `advsim.exact.last_iterate_epsilon` on `ThresholdLandscape` (grid-propagated, three
-    grids; `.error` is the refinement estimate, about 1e-5 relative here)."""
-    mech = ThresholdLandscape(
-        steps, noise_multiplier, batch_size, threshold=threshold, clip_norm=clip_norm,
-        orientation=orientation,
-    )  # fmt: skip
+    grids; `.error` is the refinement estimate, about 1e-5 relative here).
+
+    Args:
+        delta: $\delta \in (0, 1)$.
+        steps, noise_multiplier, batch_size: as `ThresholdLandscape`.
+        every_step: also the law's epsilon after every step (`epsilon_per_step`).
+        **landscape: `ThresholdLandscape`'s keywords (`threshold`, `clip_norm`,
+            `orientation`), checked there.
+    """
+    mech = ThresholdLandscape(steps, noise_multiplier, batch_size, **landscape)
     return last_iterate_epsilon(mech, check_delta("delta", delta), every_step=every_step)
 
 
