@@ -434,6 +434,8 @@ class AbstractScalarLaw(AbstractMechanism):
         A jump left out: the cell that straddles it is moved as a whole, to one side, a
         first-order error in the cell width that the refinement estimate
         (`ExactEpsilon.error`, the change between the two finest grids) is not built to
-        cover; nothing in the result flags it (the observed order does not tell the two
-        cases apart), so declare every jump."""
+        cover, and that the observed order does not reveal. So the engine probes the
+        fields before any work (`advsim.exact.undeclared_jumps`) and warns, naming each
+        jump no breakpoint declares (`advsim.exact.UndeclaredJumpWarning`);
+        `advsim.testing.check_mechanism` fails on one."""
         return jnp.zeros((0,))

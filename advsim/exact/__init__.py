@@ -20,6 +20,9 @@ methods do not read T runs in the same compiled programs.
   the construction (for searches over a family of constructions);
 - `check_scalar_law` (whether a mechanism has what the engine needs) and `grid_work` (the
   coarsest grid's nodes x steps x count components, known before any work);
+- `grid_reach` (the model values the grid spans) and `undeclared_jumps` (the jumps of
+  the fields that `field_breakpoints()` leaves out, which the engine warns of with an
+  `UndeclaredJumpWarning` before any work);
 - `estimate_seconds` (a call's predicted wall time, before any work) and
   `ExactCostWarning` (warned before a call predicted to take more than a minute).
 
@@ -39,12 +42,15 @@ from advsim.exact._divergence import (
     grid_epsilon,
 )
 from advsim.exact._gradient import FixedGridEpsilon
+from advsim.exact._jumps import UndeclaredJump, UndeclaredJumpWarning, undeclared_jumps
 from advsim.exact._plan import check_scalar_law, grid_reach, grid_work
 
 __all__ = [
     *_api.__all__,
     "ExactCostWarning",
     "FixedGridEpsilon",
+    "UndeclaredJump",
+    "UndeclaredJumpWarning",
     "check_scalar_law",
     "discrete_epsilon",
     "discrete_privacy_profile",
@@ -54,4 +60,5 @@ __all__ = [
     "grid_epsilon",
     "grid_reach",
     "grid_work",
+    "undeclared_jumps",
 ]

@@ -49,6 +49,7 @@ from advsim.exact._host import (  # noqa: F401 (COMPILE_NODES: the cost model's 
     _stack,
     _widened,
 )
+from advsim.exact._jumps import warn_undeclared_jumps
 from advsim.exact._logladder import beyond_resolution
 from advsim.exact._plan import check_ladder, layout, plan_bytes
 from advsim.exact._programs import any_steps
@@ -308,6 +309,8 @@ def _batch(
     for i, m in enumerate(mechs):
         _check_mechanism(f"mechanisms[{i}]", m)
     delta = check_delta("delta", delta)
+    for m in mechs:  # before any work: a jump left out is an error `error` does not cover
+        warn_undeclared_jumps(m, support, stacklevel=3)
     cells_per_sd = check_positive("cells_per_sd", cells_per_sd)
     if cells_per_sd < 2:
         raise ValueError(f"cells_per_sd must be >= 2 (nodes per noise sd), got {cells_per_sd!r}")

@@ -26,6 +26,11 @@ Mechanism checks (`MECHANISM_CHECKS`):
   so this check warns rather than fails: a `RecompileWarning` (`advsim.sweep`) naming each
   field, the methods that read it and the fix, `as_traced_float`. Where warnings are
   errors (pytest's `filterwarnings = error`) it fails like the others;
+- `"breakpoints"`: for a mechanism the exact engine propagates (`check_scalar_law`: an
+  `advsim.AbstractScalarLaw` with a scalar model), every jump of its fields inside the
+  engine's reach is declared in `field_breakpoints()` (`advsim.exact.undeclared_jumps`,
+  which names each one left out; a jump left out is a first-order error of the exact
+  epsilon that its `error` does not cover); nothing to check for another mechanism;
 - `"determinism"`: the same key gives identical scores, another key different ones;
 - `"finite"`: every score is finite, one per run;
 - `"chunking"`: the scores do not depend on the chunk size, bit for bit: one block per
@@ -67,6 +72,7 @@ from advsim import AbstractAdversary, AbstractMechanism, Scores
 from advsim._simulate import check_shapes, steps_readers
 from advsim._static_floats import RecompileWarning, recompile_advice, recompiling_floats
 from advsim.adversaries import ProjectionScore
+from advsim.exact import check_scalar_law, undeclared_jumps
 
 __all__ = [
     "ADVERSARY_CHECKS",
@@ -82,6 +88,7 @@ MECHANISM_CHECKS = (
     "accounting",
     "one_program",
     "static_floats",
+    "breakpoints",
     "determinism",
     "finite",
     "chunking",
@@ -343,11 +350,27 @@ def check_mechanism(
         "static_floats": lambda: _check_static_floats(mechanism, adversary),
         "clipping": lambda: _check_clipping(mechanism),
         "accounting": lambda: _check_accounting(mechanism),
+        "breakpoints": lambda: _check_breakpoints(mechanism),
         "determinism": lambda: _check_determinism(runs, distinct=True),
         "finite": lambda: _check_finite(runs),
         "chunking": lambda: _check_chunking(runs),
     }
     _run_checks(type(mechanism).__name__, checks, MECHANISM_CHECKS, table)
+
+
+def _check_breakpoints(mechanism: AbstractMechanism) -> None:
+    try:
+        check_scalar_law(mechanism)
+    except (TypeError, ValueError):  # not a chain the exact engine propagates (e.g. d > 1)
+        return
+    jumps = undeclared_jumps(mechanism)
+    if jumps:
+        shown = "; ".join(f"{j.field} at m = {j.position:.6g} (step {j.step})" for j in jumps[:5])
+        more = f" and {len(jumps) - 5} more" if len(jumps) > 5 else ""
+        raise AssertionError(
+            f"a field jumps where field_breakpoints() declares no breakpoint: {shown}{more}; "
+            "declare every jump inside advsim.exact.grid_reach(mechanism)"
+        )
 
 
 # --- adversary checks --------------------------------------------------------------------------

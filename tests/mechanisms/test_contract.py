@@ -89,6 +89,13 @@ def test_accounting_matches_schedule(mechanism_class):
     _check(mechanism_class, "accounting")
 
 
+def test_every_jump_of_a_scalar_law_is_declared(mechanism_class):
+    # The exact engine splits a cell only at a declared jump: every built-in scalar law
+    # declares each jump its fields make inside the grid's reach (a probe of the fields,
+    # advsim.exact.undeclared_jumps; nothing to check for the other mechanisms).
+    _check(mechanism_class, "breakpoints")
+
+
 @pytest.mark.slow
 def test_same_key_same_scores_and_finite(mechanism_class):
     # One compilation per example; the checks share its simulations.
