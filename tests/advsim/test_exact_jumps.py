@@ -8,7 +8,12 @@ Expected values are read off the constructions themselves:
 - `ThresholdLandscape`'s data field jumps at its threshold h from step 2 on (step 1 is
   the canary's alone, Eq. (3) of arXiv:2407.06496), by 2C after clipping;
 - steep or only Holder-continuous fields (a tanh of width 1e-4, square and cube roots)
-  never jump: no report (no false alarm).
+  never jump: no report (no false alarm);
+- random `ScalarFieldConstruction`s (knots, bumps, Holder roots, jumps) declare their
+  jumps by construction: with them declared, nothing is reported; with them hidden, each
+  declared breakpoint where the engine's clipped field does jump (read off the field on
+  both sides of it, 1e-9 away) is reported there, and nothing else (a breakpoint whose
+  term drew height 0, or whose both sides clip to C, carries no jump).
 """
 
 from __future__ import annotations
@@ -16,9 +21,12 @@ from __future__ import annotations
 import math
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import advsim
 from advsim.exact import (
@@ -27,7 +35,10 @@ from advsim.exact import (
     last_iterate_epsilon,
     undeclared_jumps,
 )
+from advsim.exact._jumps import _field_values, _probe_steps
+from advsim.exact._programs import any_steps
 from advsim.mechanisms import QuadraticRegularizer, ThresholdLandscape
+from advsim.testing import SETTINGS, ScalarFieldConstruction, scalar_fields
 from advsim.validation import as_traced_float, check_positive
 
 DELTA = 1e-5
@@ -87,6 +98,11 @@ class SteepButContinuous(advsim.AbstractScalarLaw):
         return 0.5 * jnp.tanh(model / 1e-4) + 0.1 * jnp.cbrt(model + 0.3)
 
 
+class Hidden(ScalarFieldConstruction):
+    def field_breakpoints(self):
+        return jnp.zeros((0,))
+
+
 class UndeclaredLandscape(ThresholdLandscape):
     def field_breakpoints(self):
         return jnp.zeros((0,))
@@ -139,3 +155,33 @@ def test_check_mechanism_fails_on_a_jump_left_out():
     with pytest.raises(AssertionError, match=match):
         advsim.testing.check_mechanism(mech, checks=["breakpoints"])
     advsim.testing.check_mechanism(Sawtooth(3, 1.0, 0.8), checks=["breakpoints"])
+
+
+def _jumping_breakpoints(mech, lo, hi) -> list[float]:
+    """The declared breakpoints inside (lo, hi) where some field the engine reads (clipped)
+    differs by more than 1e-6 between 1e-9 below and 1e-9 above, at a probed step."""
+    steps = _probe_steps(mech.steps)
+    bps = sorted({float(b) for b in np.asarray(mech.field_breakpoints(), np.float64)})
+    real = []
+    with jax.enable_x64(True):
+        for b in (b for b in bps if lo < b < hi):
+            x = jnp.asarray([[b - 1e-9, b + 1e-9]] * len(steps))
+            v = np.asarray(_field_values(any_steps(mech), x, jnp.asarray(steps, jnp.int32)))
+            if np.max(np.abs(v[:, 1] - v[:, 0])) > 1e-6:
+                real.append(b)
+    return real
+
+
+@settings(SETTINGS, max_examples=20)
+@given(st.data())
+def test_random_constructions_every_real_jump_found_and_nothing_else(data):
+    canary = data.draw(scalar_fields(spread=3.0, knots=2, bumps=1, jumps=2, roots=1))
+    group = data.draw(scalar_fields(scale=0.5, spread=3.0, knots=1, bumps=1, jumps=1, roots=1))
+    kw = dict(canary=canary, groups=[group], counts=[2], batching="fixed")
+    declared = ScalarFieldConstruction(4, 1.0, 1.0, **kw)
+    assert undeclared_jumps(declared) == []
+    lo, hi = grid_reach(declared)
+    expected = _jumping_breakpoints(declared, lo, hi)
+    found = [j.position for j in undeclared_jumps(Hidden(4, 1.0, 1.0, **kw))]
+    assert len(found) == len(expected), (found, expected)
+    np.testing.assert_allclose(found, expected, atol=1e-6)
