@@ -18,7 +18,7 @@ Prints, in one run on this machine:
      T (each calibrates and asks `bounds_for`),
   6. `heuristic_epsilon_max_over_steps` at T = 10^4 and 10^5 (targets < 0.5 s and < 5 s)
      against the reference method, every t through `heuristic_epsilon_curve` (at 10^5 in
-     a subprocess, stopped after --old-max-timeout seconds).
+     a subprocess, stopped after --reference-max-timeout seconds).
   7. the exact engine (`advsim.exact`), each row timed in a fresh process (imports
      excluded, JAX compilation included), with the load average and CPU time beside the
      wall time: "exact linear T=1000", the README audit's process (target eps 8, delta
@@ -163,12 +163,12 @@ def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
 
     print(
         f"noise calibration, target eps {target:g}, delta {delta:g}, q {q:g}, grid 1e-4 "
-        "(old = the reference method, new = advsim; ratio old / new):"
+        "(ref = the reference method, advsim = this package; ratio ref / advsim):"
     )
     print(
-        f"  {'T':>5} {'sigma old':>10} {'sigma new':>10} {'cold old':>9} {'cold new':>9} "
-        f"{'ratio':>6} | {'row old':>8} {'row new':>8} {'ratio':>6} | "
-        f"{'2 cells old':>11} {'new':>6} {'ratio':>6}"
+        f"  {'T':>5} {'sigma ref':>10} {'sigma advsim':>12} {'cold ref':>9} {'cold advsim':>11} "
+        f"{'ratio':>6} | {'row ref':>8} {'row advsim':>10} {'ratio':>6} | "
+        f"{'2 cells ref':>11} {'advsim':>6} {'ratio':>6}"
     )
 
     def cell(steps):  # a sweep cell with target_epsilon: calibrate, then bounds_for
@@ -177,21 +177,22 @@ def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
         return bounds_for(acc, delta)["composition"], sigma
 
     for steps in steps_list:
-        sigma_old, cal_old = _timed(_reference_calibrate, target, delta, steps, q)
-        _, comp_old = _timed(_reference_composition, delta, steps, q, sigma_old)
+        sigma_ref, cal_ref = _timed(_reference_calibrate, target, delta, steps, q)
+        _, comp_ref = _timed(_reference_composition, delta, steps, q, sigma_ref)
         _clear_bound_caches()
-        sigma_new, cal_new = _timed(calibrate_noise_multiplier, target, delta, steps, q)
-        # the contract, on the new path's numbers (cached, so free)
-        assert composition_epsilon(delta, steps, q, sigma_new) <= target
+        sigma_advsim, cal_advsim = _timed(calibrate_noise_multiplier, target, delta, steps, q)
+        # the contract, on advsim's numbers (cached, so free)
+        assert composition_epsilon(delta, steps, q, sigma_advsim) <= target
         _clear_bound_caches()
-        _, row_new = _timed(cell, steps)  # one audit row or sweep cell, cold
-        _, cell2_new = _timed(cell, steps)  # a second cell at the same T
-        row_old = cal_old + comp_old
+        _, row_advsim = _timed(cell, steps)  # one audit row or sweep cell, cold
+        _, cell2_advsim = _timed(cell, steps)  # a second cell at the same T
+        row_ref = cal_ref + comp_ref
+        two_cells = row_advsim + cell2_advsim
         print(
-            f"  {steps:>5} {sigma_old:>10.6f} {sigma_new:>10.6f} {cal_old:>8.2f}s "
-            f"{cal_new:>8.2f}s {cal_old / cal_new:>5.1f}x | {row_old:>7.2f}s {row_new:>7.2f}s "
-            f"{row_old / row_new:>5.1f}x | {2 * row_old:>10.2f}s {row_new + cell2_new:>5.2f}s "
-            f"{2 * row_old / (row_new + cell2_new):>5.1f}x",
+            f"  {steps:>5} {sigma_ref:>10.6f} {sigma_advsim:>12.6f} {cal_ref:>8.2f}s "
+            f"{cal_advsim:>10.2f}s {cal_ref / cal_advsim:>5.1f}x | {row_ref:>7.2f}s "
+            f"{row_advsim:>9.2f}s {row_ref / row_advsim:>5.1f}x | {2 * row_ref:>10.2f}s "
+            f"{two_cells:>5.2f}s {2 * row_ref / two_cells:>5.1f}x",
             flush=True,
         )
     print(
@@ -201,7 +202,7 @@ def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
     )
 
 
-def _old_max_over_steps(steps, q, sigma, delta, out):
+def _reference_max_over_steps(steps, q, sigma, delta, out):
     from advsim.bounds import heuristic_epsilon, heuristic_epsilon_curve
 
     start = time.perf_counter()
@@ -219,22 +220,22 @@ def max_over_steps_rows(timeout: float, q=0.01, sigma=1.0, delta=1e-5) -> None:
         new, seconds = _timed(heuristic_epsilon_max_over_steps, delta, steps, q, sigma)
         ctx = mp.get_context("spawn")
         out = ctx.Queue()
-        proc = ctx.Process(target=_old_max_over_steps, args=(steps, q, sigma, delta, out))
+        proc = ctx.Process(target=_reference_max_over_steps, args=(steps, q, sigma, delta, out))
         proc.start()
         proc.join(timeout)
         if proc.is_alive():
             proc.terminate()
             proc.join()
-            old_text = f"old (every t) > {timeout:.0f} s (stopped)"
+            ref_text = f"reference (every t) > {timeout:.0f} s (stopped)"
             ratio = f"> {timeout / seconds:.0f}x"
         else:
-            old, old_seconds = out.get()
-            agree = abs(old - new) / old
-            old_text = f"old (every t) {old_seconds:.2f} s, relative difference {agree:.1e}"
-            ratio = f"{old_seconds / seconds:.0f}x"
+            ref, ref_seconds = out.get()
+            agree = abs(ref - new) / ref
+            ref_text = f"reference (every t) {ref_seconds:.2f} s, relative difference {agree:.1e}"
+            ratio = f"{ref_seconds / seconds:.0f}x"
         print(
             f"  T={steps:>6}: eps = {new:.10g} in {seconds:.3f} s (target < {target:g} s); "
-            f"{old_text}; ratio {ratio}",
+            f"{ref_text}; ratio {ratio}",
             flush=True,
         )
 
@@ -494,7 +495,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--pld-timeout", type=float, default=120.0)
     parser.add_argument(
-        "--old-max-timeout",
+        "--reference-max-timeout",
         type=float,
         default=300.0,
         help="seconds allowed to the reference max-over-steps method (every t) at T = 10^5",
@@ -563,7 +564,7 @@ def main(argv=None) -> None:
     if args.only in ("all", "bounds"):
         cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)
         calibration_rows(cal_steps)
-        max_over_steps_rows(args.old_max_timeout)
+        max_over_steps_rows(args.reference_max_timeout)
     if args.only == "bounds":
         return
     engine = _sibling("benchmark_engine")

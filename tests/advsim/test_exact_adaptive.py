@@ -5,7 +5,7 @@ Where the expected values come from:
 - `PINNED`: the exact engine's value and error on its fixed three grids (6, 12, 24 cells
   per noise sd, one `last_iterate_epsilon(mech, delta)` call per row, as
   `advsim.experiment.exact_columns` makes them) computed by the code of commit 4c8d5f3,
-  before the adaptive ladder and the shared programs, on the rows of the accuracy table
+  a ladder with neither `rtol` nor programs shared across T, on the rows of the accuracy table
   (`tests/advsim/test_exact.py::_accuracy_rows`, `docs/guide/exact.md`) and on the seven
   rows of `advsim audit` (linear process, q = 0.01, T = 1 ... 1000, sigma calibrated to
   composition eps = 8 at delta = 1e-5 by `calibrate_noise_multipliers` at that commit:
