@@ -376,7 +376,7 @@ def test_calibration_q_one_is_the_closed_form_contract():
 
 def test_extreme_delta_and_sigma_give_clear_errors():
     # dp_accounting's PLD keeps >= 1e-15 at infinite loss (tail truncation): delta = 1e-300
-    # is a ValueError giving the range (also a RuntimeError, as before), not a brentq error.
+    # is a ValueError giving the range (also a RuntimeError), not a brentq error.
     with pytest.raises(ValueError, match=r"delta=1e-300 is out of.*delta must be in \("):
         calibrate_noise_multiplier(1.0, 1e-300, 10, 0.1)
     with pytest.raises(RuntimeError, match="epsilon inf"):

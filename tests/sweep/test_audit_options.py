@@ -27,10 +27,10 @@ def _ids(config) -> list[str]:
 @pytest.mark.parametrize("selection", [None, "by_sample_size", "split"])
 def test_a_config_without_them_keeps_its_cell_ids(selection):
     """The id is 16 hex digits of SHA-256 over the canonical JSON of mode, mechanism,
-    adversary, parameters and seed; recomputed here with the parameters a cell had before
-    the audit options existed: nothing was added to them. The strategy is one of them,
-    its default ("by_sample_size") filled in: a config that sets the default has the same
-    cells, one that sets "split" the cells of "split"."""
+    adversary, parameters and seed, recomputed here from those alone: no other audit
+    option enters it, so a config that leaves them out keeps its ids. The strategy is a
+    parameter, its default ("by_sample_size") filled in: a config that sets the default has
+    the same cells, one that sets "split" the cells of "split"."""
     given = {} if selection is None else {"threshold_selection": selection}
     config = parse_config(_config(**given))
     for cell, q in zip(config.cells(), (0.5, 0.25), strict=True):
