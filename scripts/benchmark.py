@@ -34,8 +34,14 @@ Prints, in one run on this machine:
      100 Adam steps from 4 starts, 1200 random members, the exact recomputation on three
      grids), in a fresh process with the load and CPU time (target < 5 min wall).
 
+A run that measures the rows of the speed guide's table (`docs/guide/speed.md`: the
+sampling rows, the bounds' rows and `heuristic_epsilon`) ends by printing that table in
+Markdown, from its own measurements (`--only table` measures just those rows); the guide
+quotes it as printed.
+
 Usage: python scripts/benchmark.py [--trials 1000000] [--quick]
-           [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap,search}]
+           [--only {all,simulation,bounds,sampling,exact,exact-linear,exact-heatmap,search,
+                    table}]
            [--exact-groupings {one,by-B,separate,all} ...]
 Figures are printed, never asserted: timings on shared machines are not tests.
 """
@@ -157,6 +163,10 @@ def _timed(fn, *args):
     return value, time.perf_counter() - start
 
 
+#: What this run measured, by row of the speed guide's table (`summary_table`).
+MEASURED: dict = {"calibration": {}, "max_over_steps": {}}
+
+
 def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
     from advsim import Accounting
     from advsim.bounds import bounds_for, calibrate_noise_multiplier, composition_epsilon
@@ -188,6 +198,10 @@ def calibration_rows(steps_list, target=8.0, delta=1e-5, q=0.01) -> None:
         _, cell2_advsim = _timed(cell, steps)  # a second cell at the same T
         row_ref = cal_ref + comp_ref
         two_cells = row_advsim + cell2_advsim
+        MEASURED["calibration"][steps] = {
+            "cold": (cal_advsim, cal_ref), "row": (row_advsim, row_ref),
+            "two cells": (two_cells, 2 * row_ref),
+        }  # fmt: skip
         print(
             f"  {steps:>5} {sigma_ref:>10.6f} {sigma_advsim:>12.6f} {cal_ref:>8.2f}s "
             f"{cal_advsim:>10.2f}s {cal_ref / cal_advsim:>5.1f}x | {row_ref:>7.2f}s "
@@ -228,11 +242,13 @@ def max_over_steps_rows(timeout: float, q=0.01, sigma=1.0, delta=1e-5) -> None:
             proc.join()
             ref_text = f"reference (every t) > {timeout:.0f} s (stopped)"
             ratio = f"> {timeout / seconds:.0f}x"
+            MEASURED["max_over_steps"][steps] = (seconds, None, timeout)
         else:
             ref, ref_seconds = out.get()
             agree = abs(ref - new) / ref
             ref_text = f"reference (every t) {ref_seconds:.2f} s, relative difference {agree:.1e}"
             ratio = f"{ref_seconds / seconds:.0f}x"
+            MEASURED["max_over_steps"][steps] = (seconds, ref_seconds, timeout)
         print(
             f"  T={steps:>6}: eps = {new:.10g} in {seconds:.3f} s (target < {target:g} s); "
             f"{ref_text}; ratio {ratio}",
@@ -480,6 +496,73 @@ def search_rows() -> None:
     )
 
 
+def _span(values, fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}-{hi:{fmt}}"
+
+
+def summary_table(sampling: dict) -> str:
+    """The speed guide's table, in Markdown, from what this run measured (`MEASURED` here
+    and `sampling`, benchmark_sampling's); a row this run did not measure is left out."""
+    rows = ["| what | advsim | reference method | ratio | target |", "|---|---|---|---|---|"]
+    h = MEASURED.get("heuristic")
+    if h:
+        seconds, pld, timeout = h
+        ref = f"> {timeout:.0f} s" if pld is None else f"{pld:.1f} s"
+        rows.append(
+            f"| `heuristic_epsilon`, T = 10^5 | {1e3 * seconds:.1f} ms | dp-accounting mixture "
+            f"PLD: {ref} | | < 50 ms |"
+        )
+    for steps, (seconds, ref, timeout) in sorted(MEASURED["max_over_steps"].items()):
+        target = "< 0.5 s" if steps <= 10_000 else "< 5 s"
+        ref_text = f"> {timeout:.0f} s (every t)" if ref is None else f"{ref:.1f} s (every t)"
+        ratio = f"> {timeout / seconds:.0f}x" if ref is None else f"{ref / seconds:.0f}x"
+        rows.append(
+            f"| `heuristic_epsilon_max_over_steps`, T = 10^{len(str(steps)) - 1} | "
+            f"{seconds:.2f} s | {ref_text} | {ratio} | {target} |"
+        )
+    cal = MEASURED["calibration"]
+    names = {
+        "cold": ("`calibrate_noise_multiplier`, cold, per T", ">= 2.5x"),
+        "row": ("calibration + `bounds_for` (an audit row, a sweep cell)", ">= 5x"),
+        "two cells": ("two sweep cells at the same T", ""),
+    }
+    for key, (what, target) in names.items() if cal else ():
+        ours = [v[key][0] for v in cal.values()]
+        refs = [v[key][1] for v in cal.values()]
+        ratios = [v[key][1] / v[key][0] for v in cal.values()]
+        rows.append(
+            f"| {what} | {_span(ours, '.1f')} s | {_span(refs, '.1f')} s | "
+            f"{_span(ratios, '.1f')}x | {target} |"
+        )
+    b = sampling.get("binomial", {})
+    if b:
+        qs = sorted(b)
+        rows.append(
+            "| Binomial(10^10, q) draws, exact table vs `jax.random.binomial` (q = "
+            + "; ".join(f"{q:g}" for q in qs) + ") | "
+            + "; ".join(f"{b[q][0]:.0f}" for q in qs) + " ns/draw | "
+            + "; ".join(f"{b[q][1]:.0f}" for q in qs) + " ns/draw | "
+            + "; ".join(f"{b[q][1] / b[q][0]:.1f}x" for q in qs) + " | |"
+        )  # fmt: skip
+    f2 = sampling.get("figure2")
+    if f2:
+        rows.append(
+            f"| Annamalai's Figure 2 run, q = 0.01, T = 1024 | {f2[0]:.1f} s | "
+            f"{f2[1]:.1f} s (`binomial=\"jax\"`) | {f2[1] / f2[0]:.1f}x | >= 2.5x |"
+        )
+    n = {d: v for d, v in sampling.get("normals", {}).items() if d >= 10}
+    if n:
+        ds = sorted(n)
+        rows.append(
+            "| d-dimensional process, normals/s over the raw sampler's (CPU time), d = "
+            + "; ".join(str(d) for d in ds) + " | "
+            + "; ".join(f"{n[d][0]:.2f}" for d in ds) + " | "
+            + _span([n[d][1] for d in ds], ".2f") + " (lanes of a whole block) | | >= 0.8 |"
+        )  # fmt: skip
+    return "\n".join(rows)
+
+
 def _sibling(name: str):
     """The script `name`.py beside this one, as a module (its `main` prints its rows)."""
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
@@ -519,10 +602,12 @@ def _parser() -> argparse.ArgumentParser:
             "exact-linear",
             "exact-heatmap",
             "search",
+            "table",
         ),
         default="all",
         help="which rows (sampling: scripts/benchmark_sampling.py's binomial, Figure 2 and "
-        "d-dimensional rows; exact: the exact engine's two rows, or one of them)",
+        "d-dimensional rows; exact: the exact engine's two rows, or one of them; table: the "
+        "rows of the speed guide's table, which every run that measures them ends with)",
     )
     parser.add_argument(
         "--exact-groupings",
@@ -539,36 +624,53 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
-
-    from advsim.bounds import heuristic_epsilon
-    from advsim.experiment import DEFAULT_STEPS
-
+    only = args.only
+    part = {
+        "sampling": only in ("all", "sampling", "table"),
+        "exact-linear": only in ("all", "exact", "exact-linear"),
+        "exact-heatmap": only in ("all", "exact", "exact-heatmap"),
+        "search": only in ("all", "search"),
+        "bounds": only in ("all", "bounds", "table"),
+        "simulation": only in ("all", "simulation"),
+        "heuristic": only in ("all", "simulation", "table"),
+    }
     devices = jax.devices()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}: {len(devices)} x "
           f"{devices[0].device_kind}")  # fmt: skip
-    if args.only in ("all", "sampling"):
+    sampling = {}
+    if part["sampling"]:
         # The sampling rows (exact huge binomials, Figure 2 of Annamalai, throughput by
         # dimension) live in their own script, run here so one command prints every figure.
-        _sibling("benchmark_sampling").main(["--quick"] if args.quick else [])
-    if args.only == "sampling":
-        return
-    if args.only in ("all", "exact", "exact-linear"):
+        module = _sibling("benchmark_sampling")
+        module.main(["--quick"] if args.quick else [])
+        sampling = module.MEASURED
+    if part["exact-linear"]:
         exact_linear_rows()
-    if args.only in ("all", "exact", "exact-heatmap"):
+    if part["exact-heatmap"]:
         groupings = args.exact_groupings
         exact_heatmap_rows(HEATMAP_GROUPINGS if "all" in groupings else groupings)
-    if args.only in ("all", "search"):
+    if part["search"]:
         search_rows()
-    if args.only.startswith("exact") or args.only == "search":
-        return
-    if args.only in ("all", "bounds"):
+    if part["bounds"]:
+        from advsim.experiment import DEFAULT_STEPS
+
         cal_steps = args.calibration_steps or ([1, 100, 1000] if args.quick else DEFAULT_STEPS)
         calibration_rows(cal_steps)
         max_over_steps_rows(args.reference_max_timeout)
-    if args.only == "bounds":
-        return
-    engine = _sibling("benchmark_engine")
-    engine.main((["--quick"] if args.quick else []) + ["--trials", str(args.trials)])
+    if part["simulation"]:
+        engine = _sibling("benchmark_engine")
+        engine.main((["--quick"] if args.quick else []) + ["--trials", str(args.trials)])
+    if part["heuristic"]:
+        heuristic_row(args.pld_timeout)
+    if part["sampling"] or part["bounds"] or part["heuristic"]:
+        print("\nThe speed guide's table (docs/guide/speed.md), from this run:\n")
+        print(summary_table(sampling))
+
+
+def heuristic_row(pld_timeout: float) -> None:
+    """One `heuristic_epsilon` at T = 10^5 (best of 5), beside dp-accounting's mixture PLD
+    for the same T where that finishes within `pld_timeout` seconds."""
+    from advsim.bounds import heuristic_epsilon
 
     t_big, q, sigma, delta = 100_000, 0.01, 1.0, 1e-5
     heuristic_epsilon(delta, 1000, q, sigma)  # warm caches / imports
@@ -582,16 +684,18 @@ def main(argv=None) -> None:
     out = ctx.Queue()
     proc = ctx.Process(target=_mixture_pld_eps, args=(t_big, q, sigma, delta, out))
     proc.start()
-    proc.join(args.pld_timeout)
+    proc.join(pld_timeout)
+    pld_seconds = None
     if proc.is_alive():
         proc.terminate()
-        print(f"dp-accounting mixture PLD, same T: did not finish in {args.pld_timeout:.0f} s")
+        print(f"dp-accounting mixture PLD, same T: did not finish in {pld_timeout:.0f} s")
     else:
         eps_pld, pld_seconds = out.get()
         print(
             f"dp-accounting mixture PLD, same T:   eps = {eps_pld:.6f} in {pld_seconds:.1f} s "
             "(value_discretization_interval=1e-3)"
         )
+    MEASURED["heuristic"] = (seconds, pld_seconds, pld_timeout)
 
 
 if __name__ == "__main__":

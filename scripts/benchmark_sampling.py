@@ -31,6 +31,11 @@ import time
 import jax
 import jax.numpy as jnp
 
+#: What this run measured, for `scripts/benchmark.py`'s summary table (the speed guide's):
+#: "binomial" {q: (table ns, jax ns)}, "figure2" (table s, jax s), "normals" {d: (engine
+#: CPU ratio, whole-block CPU ratio)}.
+MEASURED: dict = {"binomial": {}, "normals": {}}
+
 
 def _seconds(fn) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process) of one call."""
@@ -68,6 +73,7 @@ def binomial_draws(draws: int, q: float, repeats: int) -> None:
     )
     ns = {k: 1e9 * v / draws for k, v in t.items()}
     ratio = ns["jax.random.binomial"] / ns["table"]
+    MEASURED["binomial"][q] = (ns["table"], ns["jax.random.binomial"])
     print(f"1. Binomial(10^10, {q}), {draws} draws (table: {table.cdf.shape[0]} entries):")
     print(
         f"   table {ns['table']:.0f} ns/draw, jax.random.binomial "
@@ -90,6 +96,7 @@ def figure2_run(trials: int, epsilon: float, repeats: int) -> None:
         return lambda: advsim.simulate(mech, adv, trials, key=1, binomial=binomial, progress=False)
 
     t = _rounds({"jax": run("jax"), "table": run("table")}, repeats)
+    MEASURED["figure2"] = (t["table"], t["jax"])
     print(
         f"2. Figure 2 run, q={q}, T={steps}, eps={epsilon} (sigma={sigma:.4f}), "
         f"{trials} runs per world:"
@@ -143,6 +150,7 @@ def normals_ratio(dims, steps: int, normals: int, repeats: int) -> None:
         }
         wall, cpu = _rounds(fns, repeats), _rounds(fns, repeats, cpu=True)
         ratio = {k: (wall["raw"] / wall[k], cpu["raw"] / cpu[k]) for k in ("engine", "whole_block")}
+        MEASURED["normals"][d] = (ratio["engine"][1], ratio["whole_block"][1])
         width = advsim._layout.vector_width(mech)
         print(
             f"   d={d:4d}: wall {ratio['engine'][0]:.2f}, CPU {ratio['engine'][1]:.2f}"
