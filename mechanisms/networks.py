@@ -131,6 +131,12 @@ class AbstractRealModel(AbstractPerExampleData):
     def _init_shared(self, steps, sampling_prob, noise_multiplier, options) -> Dataset:
         """Sets the fields above from a constructor's arguments and its `RealModelOptions`
         (defaulted and validated here) and returns the dataset."""
+        unknown = sorted(set(options) - set(RealModelOptions.__annotations__))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword(s) {unknown}; its options are "
+                f"{sorted(RealModelOptions.__annotations__)} (RealModelOptions)"
+            )
         options = dict(options)
         dataset = options.pop("dataset", "breast_cancer")
         model = options.pop("model", "logistic")

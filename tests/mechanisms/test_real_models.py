@@ -62,6 +62,13 @@ def test_bad_arguments_name_the_parameter(kwargs, match):
         RealModelGradientCanary(5, 0.1, 1.0, **kwargs)
 
 
+def test_an_unknown_option_is_named_with_the_valid_ones():
+    # The options (RealModelOptions) are checked in one place for both classes.
+    for cls in (RealModelGradientCanary, RealModelInputCanary):
+        with pytest.raises(TypeError, match=r"got unexpected keyword\(s\) \['widht'\].*'width'"):
+            cls(5, 0.1, 1.0, widht=4)
+
+
 def test_bad_canary_arguments():
     with pytest.raises(ValueError, match="canary must be one of"):
         RealModelInputCanary(5, 0.1, 1.0, canary="backdoor")
