@@ -301,8 +301,8 @@ def test_scores_are_bit_identical_on_one_and_two_devices(tmp_path):
 #: Scores of `LinearProcess(20, q, 1.0)` + `ProjectionScore`, 3000 runs, key 5, float32:
 #: runs 0, 1 and 2999 of the in-world and 0 and 2999 of the out-world, as computed by the
 #: engine of commit 53f3515 (one host device, no `shard_map`, the canary's coins drawn at
-#: q = 1 too): an implementation apart from today's. The same seed must keep giving these numbers on any CPU device count;
-#: a GPU's float rounding can differ in the last bit (an H200 gave run 0 of the in-world at
+#: q = 1 too). The same seed must keep giving these numbers on any CPU device count; a
+#: GPU's float rounding can differ in the last bit (an H200 gave run 0 of the in-world at
 #: q = 0.01 one ulp lower, the other four values equal), so there the test is skipped.
 _PINNED = {
     0.01: ([2.6065831184387207, 0.5594033002853394, 3.201601505279541],
