@@ -319,7 +319,7 @@ _ON_CPU = pytest.mark.skipif(
 
 @_ON_CPU
 @pytest.mark.parametrize("q", sorted(_PINNED))
-def test_the_same_seed_gives_the_numbers_of_earlier_versions(q):
+def test_the_same_seed_gives_the_pinned_numbers(q):
     scores = advsim.simulate(
         LinearProcess(steps=20, sampling_prob=q, noise_multiplier=1.0),
         ProjectionScore(),

@@ -372,20 +372,20 @@ def test_resume_with_another_config_is_refused(tmp_path):
     assert len(run_sweep(_bounds_config(), out, resume=True, progress=False)) == 2
 
 
-def test_a_sweep_started_under_the_split_default_is_refused_not_mixed(tmp_path):
+def test_a_split_sweep_resumed_under_the_default_is_refused_not_mixed(tmp_path):
     # A sweep folder whose cells are "split" (run.json's config has every default filled
     # in) resumed under the default strategy would key new cells beside those: it is
     # refused, naming the setting; "split", set explicitly, resumes it. (The folder is
     # written by hand: no cell runs.)
     toml = tomllib.loads(GRID_4x5)
-    old = parse_config({**toml, "sweep": {**toml["sweep"], "threshold_selection": "split"}})
-    out = tmp_path / "old"
+    split = parse_config({**toml, "sweep": {**toml["sweep"], "threshold_selection": "split"}})
+    out = tmp_path / "split"
     out.mkdir()
-    (out / "run.json").write_text(json.dumps({"config": old.to_dict(), "sessions": []}))
-    new = parse_config(toml)
-    assert new.fixed["threshold_selection"] == "by_sample_size"
+    (out / "run.json").write_text(json.dumps({"config": split.to_dict(), "sessions": []}))
+    default = parse_config(toml)
+    assert default.fixed["threshold_selection"] == "by_sample_size"
     with pytest.raises(SweepError, match=r"differs in \['sweep.threshold_selection'\]"):
-        run_sweep(new, out, resume=True, progress=False)
+        run_sweep(default, out, resume=True, progress=False)
     assert sorted(p.name for p in out.iterdir()) == ["run.json"]  # nothing was added
 
 

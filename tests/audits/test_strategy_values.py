@@ -98,8 +98,8 @@ def test_rank_split_does_not_collapse_on_a_weak_tail_at_1000_per_world():
     """0.95 N(0, 1) + 0.05 N(3, 1) vs N(0, 1), 10^3 scores per world: when the plan kept
     one of two tests that both projected nothing, `rank_split` returned 0 in 16 of 40
     score sets (median 0.28; `"split"` 0.34); counting both then, 6 of 40 (median 0.66).
-    Measured with `scripts/threshold_strategies_small.py`; here the first 20 sets (old
-    rule: 6 zeros, median 0.31; new: 4 zeros, median 0.41)."""
+    Measured with `scripts/threshold_strategies_small.py`; here the first 20 sets (keeping
+    one: 6 zeros, median 0.31; counting both: 4 zeros, median 0.41)."""
     values = []
     for seed in range(20):
         rng = np.random.default_rng([seed, 99, 1000])
