@@ -15,7 +15,7 @@ jump's does not: it stays the jump's size. A cell is a jump when its difference 
 the halvings is at least `KEPT_SHARE` of what it was `COMPARE_HALVINGS` halvings before and
 above `ABS_TOLERANCE` (relative to $C$ and the field's range). Then the cell is about
 $10^{-12}$ of the reach wide and the jump's position is known to that precision; it is
-undeclared when no breakpoint lies in the cell (widened by one cell's width on each side).
+undeclared when no breakpoint lies in the cell (to within 1e-9 of a first cell's width).
 
 **What it can miss.** A jump smaller than the tolerance; two jumps in one of the first cells
 (only the larger is followed: the other is found once the first is declared); a field whose
@@ -148,8 +148,11 @@ def _jumps(mech, lo: float, hi: float, steps: list[int], clip: float) -> list[tu
 
 def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> list[UndeclaredJump]:
     """The jumps of `mechanism`'s fields inside `grid_reach(mechanism)` that its
-    `field_breakpoints()` does not declare (module docstring: how they are found, and
-    what the probe can miss).
+    `field_breakpoints()` does not declare. Each field the engine reads (clipped as it
+    clips them) is evaluated on 1024 cells of the reach at five steps, and each cell halved
+    36 times keeping the half whose ends differ most: a continuous field's difference
+    shrinks with the cell, a jump's does not (`docs/guide/exact.md`, "Declaring jumps":
+    the thresholds, and what the probe can miss).
 
     `advsim.exact.last_iterate_epsilon` runs it before any work and warns
     (`UndeclaredJumpWarning`) when it finds one; `advsim.testing.check_mechanism` fails on
