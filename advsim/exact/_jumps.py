@@ -41,6 +41,7 @@ from advsim.exact._propagate import _fields
 __all__ = [
     "UndeclaredJump",
     "UndeclaredJumpWarning",
+    "describe_jumps",
     "undeclared_jumps",
     "warn_undeclared_jumps",
 ]
@@ -196,20 +197,26 @@ def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> l
     return sorted(seen.values(), key=lambda j: (j.position, j.field))
 
 
+def describe_jumps(jumps: list[UndeclaredJump], most: int = 5) -> str:
+    """The sentence that names undeclared jumps (the first `most`, then a count), shared by
+    the engine's warning and `check_mechanism`'s failure."""
+    shown = "; ".join(
+        f"{j.field} at m = {j.position:.6g} (step {j.step}, size {j.size:.3g})"
+        for j in jumps[:most]
+    )
+    more = f" and {len(jumps) - most} more" if len(jumps) > most else ""
+    return f"a field jumps where field_breakpoints() declares no breakpoint: {shown}{more}"
+
+
 def warn_undeclared_jumps(mechanism, support=None, *, stacklevel: int = 2) -> list[UndeclaredJump]:
     """`undeclared_jumps(mechanism, support)`, and an `UndeclaredJumpWarning` naming them
     (at most five) when there are any."""
     jumps = undeclared_jumps(mechanism, support)
     if jumps:
-        shown = "; ".join(
-            f"{j.field} at m = {j.position:.6g} (step {j.step}, size {j.size:.3g})"
-            for j in jumps[:5]
-        )
-        more = f" and {len(jumps) - 5} more" if len(jumps) > 5 else ""
         warnings.warn(
-            f"{type(mechanism).__name__}: a field jumps where field_breakpoints() declares "
-            f"no breakpoint: {shown}{more}. The exact epsilon then carries a first-order "
-            "error that its `error` does not cover; declare every jump inside "
+            f"{type(mechanism).__name__}: {describe_jumps(jumps)}. The exact epsilon then "
+            "carries a first-order error that its `error` does not cover; declare every jump "
+            "inside "
             "advsim.exact.grid_reach(mechanism) in field_breakpoints()",
             UndeclaredJumpWarning,
             stacklevel=stacklevel + 1,

@@ -73,6 +73,7 @@ from advsim._simulate import check_shapes, steps_readers
 from advsim._static_floats import RecompileWarning, recompile_advice, recompiling_floats
 from advsim.adversaries import ProjectionScore
 from advsim.exact import check_scalar_law, undeclared_jumps
+from advsim.exact._jumps import describe_jumps
 
 __all__ = [
     "ADVERSARY_CHECKS",
@@ -365,11 +366,9 @@ def _check_breakpoints(mechanism: AbstractMechanism) -> None:
         return
     jumps = undeclared_jumps(mechanism)
     if jumps:
-        shown = "; ".join(f"{j.field} at m = {j.position:.6g} (step {j.step})" for j in jumps[:5])
-        more = f" and {len(jumps) - 5} more" if len(jumps) > 5 else ""
         raise AssertionError(
-            f"a field jumps where field_breakpoints() declares no breakpoint: {shown}{more}; "
-            "declare every jump inside advsim.exact.grid_reach(mechanism)"
+            f"{describe_jumps(jumps)}; declare every jump inside "
+            "advsim.exact.grid_reach(mechanism)"
         )
 
 

@@ -144,12 +144,13 @@ def test_the_engine_warns_before_any_work_and_names_the_jumps():
 
 def test_check_mechanism_fails_on_a_jump_left_out():
     # The message names the first five jumps (the multiples of 1.5 in the reach, lowest
-    # first) and counts the rest.
+    # first, each of size -s P = -0.75) and counts the rest.
     mech = Sawtooth(3, 1.0, 0.8, declare=False)
     lo, hi = grid_reach(mech)
     first, last = math.ceil(lo / 1.5), math.floor(hi / 1.5)
     named = "; ".join(
-        f"regularizer at m = {1.5 * k:.6g} \\(step 1\\)" for k in range(first, first + 5)
+        f"regularizer at m = {1.5 * k:.6g} \\(step 1, size -0.75\\)"
+        for k in range(first, first + 5)
     )
     match = f"'breakpoints' check: .*: {named} and {last - first + 1 - 5} more;"
     with pytest.raises(AssertionError, match=match):
