@@ -309,8 +309,6 @@ def _batch(
     for i, m in enumerate(mechs):
         _check_mechanism(f"mechanisms[{i}]", m)
     delta = check_delta("delta", delta)
-    for m in mechs:  # before any work: a jump left out is an error `error` does not cover
-        warn_undeclared_jumps(m, support, stacklevel=3)
     cells_per_sd = check_positive("cells_per_sd", cells_per_sd)
     if cells_per_sd < 2:
         raise ValueError(f"cells_per_sd must be >= 2 (nodes per noise sd), got {cells_per_sd!r}")
@@ -319,7 +317,11 @@ def _batch(
     with jax.enable_x64(True):
         _stack(mechs)  # a batch differing in a static field is refused before any work
     steps = mechs[0].steps
-    nodes = [layout(m, cells_per_sd, support).nodes for m in mechs]
+    layouts = [layout(m, cells_per_sd, support) for m in mechs]
+    for m, lay in zip(mechs, layouts, strict=True):  # before any propagation: a jump left
+        # out is an error that `error` does not cover; probed over the grid's own interval
+        warn_undeclared_jumps(m, (lay.lo, lay.hi), stacklevel=3)
+    nodes = [lay.nodes for lay in layouts]
     buckets = _buckets(nodes)
     warn_if_slow_batch(mechs, buckets, nodes, delta, cells_per_sd, refinements, support)
     if progress is None:
