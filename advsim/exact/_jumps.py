@@ -162,7 +162,7 @@ def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> l
     Args:
         mechanism: an `advsim.AbstractScalarLaw` mechanism.
         support: the interval to probe (default `grid_reach(mechanism)`; the engine
-            passes its `support` when it is given one).
+            passes the interval of the grid it planned).
 
     Returns:
         One `UndeclaredJump` per field, step and position (the same jump seen at several
