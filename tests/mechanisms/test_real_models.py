@@ -62,6 +62,22 @@ def test_bad_arguments_name_the_parameter(kwargs, match):
         RealModelGradientCanary(5, 0.1, 1.0, **kwargs)
 
 
+def test_the_documented_defaults():
+    # RealModelOptions' docstring: breast_cancer, logistic, width 32, every training example
+    # (427), model and split seed 0, learning rate 0.1; the gradient canary every step,
+    # always inserted, the input canary Poisson-sampled. An explicit value passes through.
+    for cls, sampled in ((RealModelGradientCanary, False), (RealModelInputCanary, True)):
+        mech = cls(5, 0.1, 1.0)
+        assert (mech.dataset, mech.model, mech.width) == ("breast_cancer", "logistic", 32)
+        assert (mech.num_examples, mech.split_seed) == (427, 0)
+        assert float(mech.learning_rate) == 0.1 and float(mech.clip_norm) == 1.0
+        assert mech.canary_schedule.sampled is sampled
+        assert float(cls(5, 0.1, 1.0, learning_rate=0.3).learning_rate) == 0.3
+    default = RealModelGradientCanary(5, 0.1, 1.0).initial_params
+    seeded = [RealModelGradientCanary(5, 0.1, 1.0, model_seed=k).initial_params for k in (0, 1)]
+    assert np.array_equal(default, seeded[0]) and not np.array_equal(default, seeded[1])
+
+
 def test_an_unknown_option_is_named_with_the_valid_ones():
     # The options (RealModelOptions) are checked in one place for both classes.
     for cls in (RealModelGradientCanary, RealModelInputCanary):
