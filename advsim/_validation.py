@@ -21,6 +21,7 @@ __all__ = [
     "check_finite",
     "check_in_interval",
     "check_int",
+    "check_keywords",
     "check_nonnegative",
     "check_positive",
     "check_probability",
@@ -189,6 +190,42 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
         hi = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be an integer in [{minimum}, {hi}, got {value!r}")
     return value
+
+
+def check_keywords(caller: str, given, keywords: type) -> None:
+    """Checks the keys of a `**kwargs` typed by a `TypedDict` (`Unpack[keywords]`).
+
+    Python does not check `Unpack[...]` keywords at run time; this does, so that a
+    misspelt or missing keyword fails by name, as it would in an explicit signature.
+
+    Args:
+        caller: the function or class taking them, for the message.
+        given: the keywords passed (a mapping).
+        keywords: the `TypedDict` class that types them.
+
+    Raises:
+        TypeError: a key `keywords` does not have (naming it and the valid keys), or a
+            required key missing.
+
+    Example:
+        >>> from typing import TypedDict
+        >>> class Ball(TypedDict):
+        ...     radius: float
+        >>> check_keywords("ball", {"raduis": 1.0}, Ball)
+        Traceback (most recent call last):
+        ...
+        TypeError: ball() got unexpected keyword(s) ['raduis']; the keywords of Ball are ['radius']
+    """
+    valid = sorted(keywords.__required_keys__ | keywords.__optional_keys__)
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"{caller}() got unexpected keyword(s) {unknown}; the keywords of "
+            f"{keywords.__name__} are {valid}"
+        )
+    missing = sorted(keywords.__required_keys__ - set(given))
+    if missing:
+        raise TypeError(f"{caller}() missing keyword(s) {missing} ({keywords.__name__})")
 
 
 def as_traced_float(name: str, value, check) -> np.ndarray:

@@ -24,7 +24,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from advsim import AbstractPerExampleData, DPSGDOptions, DPSGDParams, poisson_batch_bound
 from advsim.mechanisms.datasets import DATASETS, Dataset, load_dataset
-from advsim.validation import check_int
+from advsim.validation import check_int, check_keywords
 
 __all__ = [
     "MODELS",
@@ -131,12 +131,7 @@ class AbstractRealModel(AbstractPerExampleData):
     def _init_shared(self, steps, sampling_prob, noise_multiplier, options) -> Dataset:
         """Sets the fields above from a constructor's arguments and its `RealModelOptions`
         (defaulted and validated here) and returns the dataset."""
-        unknown = sorted(set(options) - set(RealModelOptions.__annotations__))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unexpected keyword(s) {unknown}; its options are "
-                f"{sorted(RealModelOptions.__annotations__)} (RealModelOptions)"
-            )
+        check_keywords(type(self).__name__, options, RealModelOptions)
         options = dict(options)
         dataset = options.pop("dataset", "breast_cancer")
         model = options.pop("model", "logistic")

@@ -25,6 +25,12 @@ Everything here is numpy/scipy on the host, float64, computed in log space.
 - `shifted_interpolation_*`: a rigorous hidden-state bound for projected full-batch DP-GD
   on a convex, Lipschitz, smooth loss (Bok, Su and Altschuler, arXiv:2403.00278), with
   its assumptions named in the result.
+- `strongly_convex_gdp_*` (Bok, Su and Altschuler), `langevin_*` (Chourasia, Ye and
+  Shokri) and `noisy_sgd_*` (Ye and Shokri's shuffled mini-batches): hidden-state bounds
+  for noisy GD on a strongly convex, smooth objective; each reads one setting, a
+  `StronglyConvexRun`. They and `shifted_interpolation_bound` return a
+  `HiddenStateBound` (the epsilon at a delta, the assumptions, the source) with their own
+  values.
 - `*_curve_lower` (`LowerCurve`): trade-off curves of the heuristic, its maximum over
   horizons, composition and GDP that are never above the exact ones, for certifying a
   violation (`advsim.audits.certify_violation`).
@@ -69,6 +75,7 @@ from advsim.bounds._assumptions import (
     run_facts,
 )
 from advsim.bounds._calibrate import calibrate_noise_multiplier, calibrate_noise_multipliers
+from advsim.bounds._closed_form import HiddenStateBound
 from advsim.bounds._composition import (
     bounds_for,
     composition_delta,
@@ -114,6 +121,7 @@ from advsim.bounds._mixture import (
 )
 from advsim.bounds._quadratic import quadratic_exact_epsilon, quadratic_law
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
+from advsim.bounds._run_checks import StronglyConvexRun
 from advsim.bounds._shifted_interpolation import (
     ShiftedInterpolationBound,
     shifted_interpolation_bound,
@@ -173,7 +181,9 @@ __all__ = [
     "StronglyConvex",
     "StronglyConvexGDP",
     "StronglyConvexGDPBound",
+    "StronglyConvexRun",
     "LangevinBound",
+    "HiddenStateBound",
     "LangevinRDP",
     "chourasia_rdp",
     "langevin_bound",

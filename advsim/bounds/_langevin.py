@@ -81,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
+from typing import Unpack
 
 from advsim._validation import (
     check_delta,
@@ -88,11 +89,12 @@ from advsim._validation import (
     check_int,
     check_positive,
 )
+from advsim.bounds._closed_form import HiddenStateBound
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
 from advsim.bounds._run_checks import (
     NEIGHBOURING,
+    StronglyConvexRun,
     check_strongly_convex_gd,
-    one_step_sensitivity,
     optional_epsilon,
 )
 
@@ -195,29 +197,23 @@ def chourasia_rdp(alpha, *, eta, sigma, lam, beta, sensitivity, n, steps) -> flo
     return alpha * s_g**2 / (lam * sigma**2 * n**2) * -math.expm1(-lam * eta * steps / 2.0)
 
 
-@dataclasses.dataclass(frozen=True)
-class LangevinBound:
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class LangevinBound(HiddenStateBound):
     r"""The hidden-state Renyi-DP bound of one full-batch DP-GD run (formula 1).
 
-    The bound is linear in the order: $\varepsilon_\alpha = \rho\,\alpha$.
+    The bound is linear in the order: $\varepsilon_\alpha = \rho\,\alpha$; `epsilon` is
+    its $\varepsilon(\delta)$ by `renyi_epsilon`. With `HiddenStateBound`'s `epsilon`,
+    `delta`, `steps`, `assumptions` (`ASSUMPTIONS`) and `reference`.
 
     Attributes:
         rho: $\rho = \frac{2 s_1^2}{m\lambda\sigma^2C^2}(1 - e^{-\lambda m T/2})$, so the run
             is $(\alpha, \rho\alpha)$-RDP (last model only) for every $\alpha > 1$.
-        epsilon: $\varepsilon(\delta)$ by `renyi_epsilon`, or None when no delta was given.
-        delta: the delta of `epsilon`, or None.
-        steps: $T$.
         rho_limit: $\rho$ as $T \to \infty$, $2 s_1^2/(m\lambda\sigma^2C^2)$.
         rho_composition: $T s_1^2/(2\sigma^2C^2)$, composition over all $T$ steps (every
             iterate released; no assumption on the loss). `rho` is at most twice this.
-        assumptions: the conditions under which `rho` is an upper bound.
-        reference: where the formula comes from.
     """
 
     rho: float
-    epsilon: float | None
-    delta: float | None
-    steps: int
     rho_limit: float
     rho_composition: float
     assumptions: tuple[str, ...] = ASSUMPTIONS
@@ -227,15 +223,9 @@ class LangevinBound:
 def langevin_bound(
     steps,
     *,
-    noise_multiplier,
-    clip_norm,
-    lipschitz,
-    strong_convexity,
-    smoothness,
-    learning_rate,
-    num_examples,
     neighbouring: str = "add_remove",
     delta=None,
+    **run: Unpack[StronglyConvexRun],
 ) -> LangevinBound:
     r"""Hidden-state Renyi DP of full-batch DP-GD on a strongly convex smooth objective.
 
@@ -246,22 +236,18 @@ def langevin_bound(
 
     Args:
         steps: $T \ge 1$.
-        noise_multiplier: $\sigma > 0$ (noise $\mathcal N(0, \sigma^2C^2I)$ on the summed
-            gradient).
-        clip_norm: $C \ge$ `lipschitz`.
-        lipschitz: $L > 0$, a bound on every per-example gradient norm on $K$.
-        strong_convexity: $m > 0$, of the summed objective $F = \sum_i\ell_i + r$ in both
-            neighbouring datasets (for add/remove, also without the canary).
-        smoothness: $M \ge m$, of $F$ in both datasets.
-        learning_rate: $\lambda \in (0, 1/M)$.
-        num_examples: $n \ge 1$ (it cancels; kept for the mapping and validation).
         neighbouring: "add_remove" ($s_1 = L$) or "replace_one" ($s_1 = 2L$).
         delta: optional $\delta \in (0, 1)$ for `epsilon`.
+        **run: the setting, a `StronglyConvexRun` (`noise_multiplier`, `clip_norm`,
+            `lipschitz`, `strong_convexity` and `smoothness` of the summed objective $F$,
+            `learning_rate` and `num_examples`), with $\lambda \in (0, 1/M)$ here;
+            $n$ cancels (kept for the mapping and validation).
 
     Returns:
         A `LangevinBound`.
 
     Raises:
+        TypeError: a keyword `StronglyConvexRun` does not have, or one of its keys missing.
         ValueError: naming the parameter, its value and the valid range; also for
             `clip_norm < lipschitz`, `smoothness < strong_convexity`,
             `learning_rate >= 1/smoothness` and an unknown `neighbouring`.
@@ -273,13 +259,11 @@ def langevin_bound(
         >>> round(b.rho, 6), round(b.rho_limit, 6), b.rho_composition
         (19.865241, 20.0, 50.0)
     """
-    steps, sigma, c, lip, m, _, lr, _ = check_strongly_convex_gd(
-        steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-        learning_rate, num_examples, neighbouring, step_limit=1,
+    steps, sigma, c, s1, m, _, lr, _ = check_strongly_convex_gd(
+        "langevin_bound", steps, run, neighbouring, step_limit=1,
         why="for the run to be noisy GD on F", paper="the theorem's eta < 1/beta with "
         "eta = learning_rate * num_examples, beta = smoothness / num_examples",
     )  # fmt: skip
-    s1 = one_step_sensitivity(lip, neighbouring)
     rho_limit = 2.0 * s1**2 / (m * lr * sigma**2 * c**2)
     rho = rho_limit * -math.expm1(-lr * m * steps / 2.0)
     rho_composition = steps * s1**2 / (2.0 * sigma**2 * c**2)
@@ -299,9 +283,8 @@ def langevin_rdp(alpha, *, steps, **run) -> float:
     Args:
         alpha: the Renyi order $\alpha > 1$.
         steps: $T \ge 1$.
-        **run: the other keywords of `langevin_bound` (`noise_multiplier`, `clip_norm`,
-            `lipschitz`, `strong_convexity`, `smoothness`, `learning_rate`,
-            `num_examples`, optional `neighbouring`), without `delta`.
+        **run: the other keywords of `langevin_bound` (its `StronglyConvexRun` and
+            optional `neighbouring`), without `delta`.
 
     Returns:
         $\varepsilon_\alpha \ge 0$, an upper bound under `ASSUMPTIONS`.
@@ -328,9 +311,8 @@ def langevin_epsilon(delta, *, orders=RENYI_ORDERS, **run) -> float:
     Args:
         delta: $\delta \in (0, 1)$.
         orders: the Renyi orders to minimise over (default `RENYI_ORDERS`).
-        **run: the keywords of `langevin_rdp` (`steps`, `noise_multiplier`, `clip_norm`,
-            `lipschitz`, `strong_convexity`, `smoothness`, `learning_rate`,
-            `num_examples`, optional `neighbouring`).
+        **run: the keywords of `langevin_rdp`: `steps`, a `StronglyConvexRun` and
+            optional `neighbouring`.
 
     Returns:
         eps >= 0, an upper bound under `ASSUMPTIONS`.

@@ -1,14 +1,17 @@
 """The checks every bound of a gradient run shares (`check_gradient_run`): the numbers in
-range, the neighbouring relation known, and clipping that never acts (C >= L)."""
+range, the neighbouring relation known, and clipping that never acts (C >= L); and the
+strongly convex bounds' shared keywords (`StronglyConvexRun`)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TypedDict
 
-from advsim._validation import check_delta, check_int, check_positive
+from advsim._validation import check_delta, check_int, check_keywords, check_positive
 
 __all__ = [
     "NEIGHBOURING",
+    "StronglyConvexRun",
     "check_curvature",
     "check_gradient_run",
     "check_strongly_convex_gd",
@@ -71,40 +74,94 @@ def check_curvature(strong_convexity, smoothness) -> tuple[float, float]:
     return m, big_m
 
 
-def check_strongly_convex_gd(
-    steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-    learning_rate, num_examples, neighbouring, *, step_limit: int, why: str, paper: str,
-):  # fmt: skip
-    """The checks of a full-batch DP-GD run on an m-strongly convex, M-smooth objective.
+class StronglyConvexRun(TypedDict):
+    r"""A noisy GD run on an m-strongly convex, M-smooth objective, as the strongly convex
+    bounds take it: `langevin_bound` (and `langevin_rdp`, `langevin_epsilon`),
+    `strongly_convex_gdp_bound` (and `strongly_convex_gdp_epsilon`) and `noisy_sgd_rdp`
+    (and `noisy_sgd_epsilon`).
 
-    `check_gradient_run`, `check_curvature`, `num_examples >= 1` and the step-size limit
-    `learning_rate * M < step_limit`, exactly (in fractions).
+    One dict states a setting once and every bound reads it:
+    `langevin_bound(T, **run)`, `strongly_convex_gdp_bound(T, **run)`. Each bound states
+    its own limit on `learning_rate` and the steps or epochs it runs; the neighbouring
+    relation is each bound's own keyword (their defaults differ).
+
+    Keys:
+        noise_multiplier: $\sigma > 0$ (noise $\mathcal N(0, \sigma^2C^2I)$ on the summed
+            gradient).
+        clip_norm: $C \ge$ `lipschitz` (so clipping never acts).
+        lipschitz: $L > 0$, a bound on every per-example gradient norm (on $K$, for a
+            projected run).
+        strong_convexity: $m > 0$, of the objective one step descends: the summed
+            objective $F = \sum_i\ell_i + r$ for the full-batch bounds (the smaller over
+            the two neighbouring datasets; for add/remove also without the canary), every
+            batch objective $F_B = \sum_{i\in B}\ell_i + r$ for `noisy_sgd_rdp`.
+        smoothness: $M \ge m$, of the same objective (the larger over the two).
+        learning_rate: $\lambda > 0$, below the bound's own limit: $1/M$
+            (`langevin_bound`), $2/M$ (`strongly_convex_gdp_bound`), $2/(M + m)$
+            (`noisy_sgd_rdp`).
+        num_examples: $n \ge 1$, the examples in the larger dataset (with the canary);
+            the full-batch bounds do not depend on it (it maps the run to the papers'
+            parameters), `noisy_sgd_rdp` needs $\lfloor n/b\rfloor \ge 2$.
+    """
+
+    noise_multiplier: float
+    clip_norm: float
+    lipschitz: float
+    strong_convexity: float
+    smoothness: float
+    learning_rate: float
+    num_examples: int
+
+
+def check_strongly_convex_gd(
+    caller: str,
+    steps,
+    run: dict,
+    neighbouring: str,
+    *,
+    why: str,
+    step_limit: int | None = None,
+    paper: str = "",
+) -> tuple:
+    """The checks of a noisy GD run on an m-strongly convex, M-smooth objective.
+
+    The keys of `run` (`check_keywords` against `StronglyConvexRun`), then
+    `check_gradient_run`, `check_curvature`, `num_examples >= 1` and, given a
+    `step_limit`, the step-size limit `learning_rate * M < step_limit`, exactly (in
+    fractions).
 
     Args:
-        steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-            learning_rate, num_examples, neighbouring: the run, as the bounds take it.
-        step_limit: the bound on `learning_rate * smoothness` (strict).
+        caller: the bound's name, for a wrong keyword's message.
+        steps: T (None: not checked).
+        run: the bound's `StronglyConvexRun` keywords.
+        neighbouring: one of `NEIGHBOURING`.
         why: what the bound needs clipping never to act for.
+        step_limit: the bound on `learning_rate * smoothness` (strict); None: the caller
+            checks its own.
         paper: the paper's form of the step-size limit, for the error message.
 
     Returns:
-        `(steps, sigma, C, L, m, M, lr, n)`.
+        `(steps, sigma, C, s_1, m, M, lr, n)`, with $s_1$ the one-step sensitivity of the
+        summed gradient (`one_step_sensitivity`: L to add or remove, 2L to replace).
 
     Raises:
+        TypeError: a key `StronglyConvexRun` does not have, or one of its keys missing.
         ValueError: naming the parameter, its value and the valid range.
     """
+    check_keywords(caller, run, StronglyConvexRun)
     steps, sigma, c, lip, lr = check_gradient_run(
-        steps=steps, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring, why=why,
+        steps=steps, noise_multiplier=run["noise_multiplier"], clip_norm=run["clip_norm"],
+        lipschitz=run["lipschitz"], learning_rate=run["learning_rate"],
+        neighbouring=neighbouring, why=why,
     )  # fmt: skip
-    m, big_m = check_curvature(strong_convexity, smoothness)
-    n = check_int("num_examples", num_examples, minimum=1)
-    if Fraction(lr) * Fraction(big_m) >= step_limit:
+    m, big_m = check_curvature(run["strong_convexity"], run["smoothness"])
+    n = check_int("num_examples", run["num_examples"], minimum=1)
+    if step_limit is not None and Fraction(lr) * Fraction(big_m) >= step_limit:
         raise ValueError(
             f"learning_rate must be in (0, {step_limit}/smoothness) = "
             f"(0, {step_limit / big_m:.6g}) ({paper}), got {lr!r}"
         )
-    return steps, sigma, c, lip, m, big_m, lr, n
+    return steps, sigma, c, one_step_sensitivity(lip, neighbouring), m, big_m, lr, n
 
 
 def optional_epsilon(delta, epsilon_of) -> tuple[float | None, float | None]:

@@ -79,6 +79,7 @@ from advsim._validation import (
     check_nonnegative,
     check_positive,
 )
+from advsim.bounds._closed_form import HiddenStateBound
 from advsim.bounds._gdp import gdp_epsilon
 from advsim.bounds._run_checks import (
     check_gradient_run,
@@ -114,29 +115,23 @@ REFERENCE = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class ShiftedInterpolationBound:
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class ShiftedInterpolationBound(HiddenStateBound):
     r"""The hidden-state GDP bound of one projected full-batch DP-GD run.
+
+    `epsilon` is $\varepsilon(\delta)$ of $\mu$-GDP (Corollary 2.13 of arXiv:1905.02383).
+    With `HiddenStateBound`'s `epsilon`, `delta`, `steps`, `assumptions` and `reference`.
 
     Attributes:
         mu: the run is $\mu$-GDP (last model only), an upper bound under `assumptions`.
-        epsilon: $\varepsilon(\delta)$ of $\mu$-GDP (Corollary 2.13 of
-            arXiv:1905.02383), or None when no delta was given.
-        delta: the delta of `epsilon`, or None.
-        steps: $T$.
         mu_composition: $\sqrt{T}\,s/b$, every iterate released (the same run, no
             assumption on the loss).
         mu_plateau: the value the bound keeps for every $T \ge$ `plateau_steps`.
         plateau_steps: $t^*$, the first $T$ from which `mu` equals `mu_plateau`.
         walk_steps: $k = \lceil D/s \rceil$, the shifts that carry one run onto the other.
-        assumptions: the conditions under which `mu` is an upper bound.
-        reference: where the formula comes from.
     """
 
     mu: float
-    epsilon: float | None
-    delta: float | None
-    steps: int
     mu_composition: float
     mu_plateau: float
     plateau_steps: int

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Unpack
 
 import numpy as np
 
@@ -61,9 +62,8 @@ from advsim._validation import check_delta, check_int, check_positive
 from advsim.bounds._langevin import _check_alpha
 from advsim.bounds._renyi import RENYI_ORDERS, renyi_epsilon
 from advsim.bounds._run_checks import (
-    check_curvature,
-    check_gradient_run,
-    one_step_sensitivity,
+    StronglyConvexRun,
+    check_strongly_convex_gd,
 )
 
 __all__ = [
@@ -189,14 +189,8 @@ def noisy_sgd_rdp(
     *,
     epochs,
     batch_size,
-    noise_multiplier,
-    clip_norm,
-    lipschitz,
-    strong_convexity,
-    smoothness,
-    learning_rate,
-    num_examples,
     neighbouring: str = "replace_one",
+    **run: Unpack[StronglyConvexRun],
 ) -> float:
     r"""$\varepsilon_\alpha$ of the last model of shuffled noisy mini-batch GD (formula 2).
 
@@ -210,19 +204,17 @@ def noisy_sgd_rdp(
         alpha: the Renyi order $\alpha > 1$.
         epochs: $K \ge 1$.
         batch_size: $b \ge 1$.
-        noise_multiplier: $\sigma > 0$.
-        clip_norm: $C \ge$ `lipschitz`.
-        lipschitz: $L > 0$, a bound on every per-example gradient norm.
-        strong_convexity: $m > 0$, of every batch objective $F_B = \sum_{i\in B}\ell_i + r$.
-        smoothness: $M \ge m$, of every batch objective.
-        learning_rate: $\lambda \in (0, 2/(M + m))$.
-        num_examples: $n$, with $\lfloor n/b\rfloor \ge 2$.
         neighbouring: "replace_one" only.
+        **run: the setting, a `StronglyConvexRun` (`noise_multiplier`, `clip_norm`,
+            `lipschitz`, `strong_convexity` and `smoothness` of every batch objective
+            $F_B = \sum_{i\in B}\ell_i + r$, `learning_rate` and `num_examples`), with
+            $\lambda \in (0, 2/(M + m))$ and $\lfloor n/b\rfloor \ge 2$ here.
 
     Returns:
         $\varepsilon_\alpha \ge 0$, an upper bound under `SGD_ASSUMPTIONS`.
 
     Raises:
+        TypeError: a keyword `StronglyConvexRun` does not have, or one of its keys missing.
         ValueError: naming the parameter, its value and the valid range; also for
             `neighbouring="add_remove"`, `clip_norm < lipschitz`,
             `smoothness < strong_convexity`, `learning_rate >= 2/(smoothness +
@@ -237,13 +229,10 @@ def noisy_sgd_rdp(
     alpha = _check_alpha(alpha)
     epochs = check_int("epochs", epochs, minimum=1)
     b = check_int("batch_size", batch_size, minimum=1)
-    n = check_int("num_examples", num_examples, minimum=2 * b)
-    _, sigma, c, lip, lr = check_gradient_run(
-        steps=None, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-        lipschitz=lipschitz, learning_rate=learning_rate, neighbouring=neighbouring,
-        why="for each step to be a contraction",
-    )  # fmt: skip
-    m, big_m = check_curvature(strong_convexity, smoothness)
+    _, sigma, c, s1, m, big_m, lr, n = check_strongly_convex_gd(
+        "noisy_sgd_rdp", None, run, neighbouring, why="for each step to be a contraction"
+    )
+    n = check_int("num_examples", n, minimum=2 * b)
     if neighbouring != "replace_one":
         raise ValueError(
             "neighbouring must be 'replace_one' for the shuffle-and-partition bound (adding "
@@ -255,8 +244,7 @@ def noisy_sgd_rdp(
             f"(0, {2.0 / (big_m + m):.6g}) (the step must be a (1 - learning_rate m)-"
             f"contraction), got {lr!r}"
         )
-    s1 = one_step_sensitivity(lip, neighbouring)  # replace-one: 2L
-    one_step = alpha * s1**2 / (2.0 * sigma**2 * c**2)
+    one_step = alpha * s1**2 / (2.0 * sigma**2 * c**2)  # replace-one: s1 = 2L
     return _shuffle_rdp(alpha, epochs, n // b, 1.0 - lr * m, one_step)
 
 

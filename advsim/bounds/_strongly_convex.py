@@ -91,16 +91,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
+from typing import Unpack
 
 from advsim._validation import (
     check_int,
     check_positive,
 )
+from advsim.bounds._closed_form import HiddenStateBound
 from advsim.bounds._gdp import gdp_epsilon
 from advsim.bounds._run_checks import (
+    StronglyConvexRun,
     check_curvature,
     check_strongly_convex_gd,
-    one_step_sensitivity,
     optional_epsilon,
 )
 
@@ -140,16 +142,15 @@ REFERENCE = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class StronglyConvexGDPBound:
+@dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+class StronglyConvexGDPBound(HiddenStateBound):
     r"""The hidden-state GDP bound of one full-batch DP-GD run on a strongly convex objective.
+
+    `epsilon` is $\varepsilon(\delta)$ of $\mu$-GDP (Corollary 2.13 of arXiv:1905.02383).
+    With `HiddenStateBound`'s `epsilon`, `delta`, `steps`, `assumptions` and `reference`.
 
     Attributes:
         mu: the run is $\mu$-GDP (last model only), an upper bound under `assumptions`.
-        epsilon: $\varepsilon(\delta)$ of $\mu$-GDP (Corollary 2.13 of
-            arXiv:1905.02383), or None when no delta was given.
-        delta: the delta of `epsilon`, or None.
-        steps: $T$.
         contraction: $c = \max\{|1 - \lambda m|, |1 - \lambda M|\} \in [0, 1)$.
         mu_one_step: $\mu_1 = s_1/(\sigma C)$, one step (the Gaussian mechanism).
         mu_composition: $\sqrt{T}\,\mu_1$, every iterate released.
@@ -159,14 +160,9 @@ class StronglyConvexGDPBound:
         paper_sensitivity: $\bar L = s_1 / n$ (the paper's $L/n$).
         paper_strong_convexity: $m/n$, of the average objective.
         paper_smoothness: $M/n$, of the average objective.
-        assumptions: the conditions under which `mu` is an upper bound.
-        reference: where the formula comes from.
     """
 
     mu: float
-    epsilon: float | None
-    delta: float | None
-    steps: int
     contraction: float
     mu_one_step: float
     mu_composition: float
@@ -276,15 +272,9 @@ def noisy_gd_strongly_convex_mu(
 def strongly_convex_gdp_bound(
     steps,
     *,
-    noise_multiplier,
-    clip_norm,
-    lipschitz,
-    strong_convexity,
-    smoothness,
-    learning_rate,
-    num_examples,
     neighbouring: str = "add_remove",
     delta=None,
+    **run: Unpack[StronglyConvexRun],
 ) -> StronglyConvexGDPBound:
     r"""Hidden-state $\mu$-GDP of full-batch DP-GD on a strongly convex, smooth objective.
 
@@ -307,24 +297,20 @@ def strongly_convex_gdp_bound(
 
     Args:
         steps: $T \ge 1$.
-        noise_multiplier: $\sigma > 0$ (noise $\mathcal N(0, \sigma^2C^2I)$ on the summed
-            gradient).
-        clip_norm: $C \ge$ `lipschitz`.
-        lipschitz: $L > 0$, a bound on every per-example gradient norm.
-        strong_convexity: $m \in (0, M]$, of the summed objective $F$ (regularizer
-            included; the smaller over the two neighbouring datasets).
-        smoothness: $M > 0$, of the summed objective $F$ (the larger over the two).
-        learning_rate: $\lambda \in (0, 2/M)$.
-        num_examples: $n$, the examples in the larger dataset (with the canary); the bound
-            does not depend on it, it only maps the run to the paper's parameters.
         neighbouring: "add_remove" (advsim's canary in/out) or "replace_one".
         delta: optional $\delta \in (0, 1)$ for `epsilon`.
+        **run: the setting, a `StronglyConvexRun` (`noise_multiplier`, `clip_norm`,
+            `lipschitz`, `strong_convexity` and `smoothness` of the summed objective $F$,
+            regularizer included, `learning_rate` and `num_examples`), with
+            $\lambda \in (0, 2/M)$ here; the bound does not depend on $n$, which only maps
+            the run to the paper's parameters.
 
     Returns:
         A `StronglyConvexGDPBound` (mu, epsilon, the contraction, the one-step, composition
         and limiting values, the paper's parameters, the assumptions).
 
     Raises:
+        TypeError: a keyword `StronglyConvexRun` does not have, or one of its keys missing.
         ValueError: naming the parameter, its value and the valid range: non-positive
             `strong_convexity`, `strong_convexity > smoothness`, `clip_norm < lipschitz`,
             `learning_rate >= 2/smoothness`, an unknown `neighbouring`, a `delta` outside
@@ -341,13 +327,11 @@ def strongly_convex_gdp_bound(
         >>> round(b.contraction, 4), round(b.mu, 4), round(b.mu_limit, 4)
         (0.98, 0.8707, 0.995)
     """
-    steps, sigma, c, lip, m, big_m, lr, n = check_strongly_convex_gd(
-        steps, noise_multiplier, clip_norm, lipschitz, strong_convexity, smoothness,
-        learning_rate, num_examples, neighbouring, step_limit=2,
+    steps, sigma, c, s1, m, big_m, lr, n = check_strongly_convex_gd(
+        "strongly_convex_gdp_bound", steps, run, neighbouring, step_limit=2,
         why="for the gradient step to stay a contraction", paper="smoothness of the summed "
         "objective; the paper's eta < 2/M with eta = learning_rate * num_examples",
     )  # fmt: skip
-    s1 = one_step_sensitivity(lip, neighbouring)
     mu1 = s1 / (sigma * c)  # s / b: the learning rate cancels
     gap = _contraction_gap(lr, m, big_m)  # 1 - c
     mu = _mu_from_gap(steps, gap, mu1)
@@ -367,9 +351,8 @@ def strongly_convex_gdp_epsilon(delta, steps, **run) -> float:
     Args:
         delta: $\delta \in (0, 1)$.
         steps: $T \ge 1$.
-        **run: the keywords of `strongly_convex_gdp_bound` (`noise_multiplier`,
-            `clip_norm`, `lipschitz`, `strong_convexity`, `smoothness`, `learning_rate`,
-            `num_examples`, optional `neighbouring`).
+        **run: the keywords of `strongly_convex_gdp_bound`: a `StronglyConvexRun` and
+            optional `neighbouring`.
 
     Returns:
         eps >= 0, an upper bound under the assumptions `strongly_convex_gdp_bound` names.

@@ -32,6 +32,7 @@ from advsim._schedule import CanarySchedule
 from advsim._validation import (
     check_finite,
     check_int,
+    check_keywords,
     check_nonnegative,
     check_positive,
 )
@@ -234,13 +235,9 @@ _RUN_DEFAULTS = {
 
 def _run_specs(caller: str, run: dict) -> tuple:
     """`(T, q, sigma, C, lr, number of data groups)` strategies from a `RunRanges`
-    (`_field`, over `_RUN_DEFAULTS`); an unknown key is a TypeError naming `caller`."""
-    unknown = sorted(set(run) - set(_RUN_DEFAULTS))
-    if unknown:
-        raise TypeError(
-            f"{caller}() got unexpected keyword(s) {unknown}; its run keywords are "
-            f"{list(_RUN_DEFAULTS)} (advsim.testing.RunRanges)"
-        )
+    (`_field`, over `_RUN_DEFAULTS`); an unknown key is a TypeError naming `caller`
+    (`check_keywords`)."""
+    check_keywords(caller, run, RunRanges)
     v = _RUN_DEFAULTS | run
     return (
         _field(v["steps"], st.sampled_from(_STEPS), _ints(1, 10)),

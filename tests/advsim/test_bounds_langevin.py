@@ -299,6 +299,29 @@ def test_noisy_gd_error_messages_give_the_range():
         chourasia_rdp(2.0, eta=0.1, sigma=1.0, lam=1.0, beta=2.0, sensitivity=0.0, n=1, steps=1)
 
 
+def test_the_three_strongly_convex_bounds_read_one_setting():
+    # One StronglyConvexRun dict serves all three bounds, and a misspelt or missing key is a
+    # TypeError naming the bound and the key, as an explicit signature's would be.
+    from advsim.bounds import strongly_convex_gdp_bound
+
+    assert langevin_bound(10, **RUN).steps == 10
+    assert strongly_convex_gdp_bound(10, **RUN).steps == 10
+    assert noisy_sgd_rdp(2.0, **SGD) > 0
+    typo = {**RUN, "lipshitz": RUN["lipschitz"]}
+    for call in (
+        lambda: langevin_bound(10, **typo),
+        lambda: strongly_convex_gdp_bound(10, **typo),
+        lambda: noisy_sgd_rdp(2.0, epochs=2, batch_size=10, **typo),
+    ):
+        with pytest.raises(TypeError, match=r"unexpected keyword\(s\) \['lipshitz'\]"):
+            call()
+    missing = {k: v for k, v in RUN.items() if k != "clip_norm"}
+    with pytest.raises(TypeError, match=r"langevin_bound\(\) missing keyword\(s\) \['clip_norm'\]"):
+        langevin_bound(10, **missing)
+    with pytest.raises(TypeError, match=r"noisy_sgd_rdp\(\) missing"):
+        noisy_sgd_rdp(2.0, epochs=2, batch_size=10, **missing)
+
+
 @pytest.mark.parametrize("change,pattern", [
     (dict(alpha=1.0), r"alpha must be in \(1, inf\), got 1\.0"),
     (dict(epochs=0), "epochs"),

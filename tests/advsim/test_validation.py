@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import TypedDict
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from advsim.validation import (
     check_delta,
     check_in_interval,
     check_int,
+    check_keywords,
     check_nonnegative,
     check_positive,
     check_probability,
@@ -163,3 +165,30 @@ def test_as_traced_float_keeps_the_host_value_exact():
 def test_as_traced_float_checks_with_the_given_validator(value, error, message):
     with pytest.raises(error, match=_exact(message)):
         as_traced_float("radius", value, check_positive)
+
+
+# --- keywords typed by a TypedDict ------------------------------------------------------------
+
+
+class _Ball(TypedDict, total=False):
+    radius: float
+    dim: int
+
+
+class _Centred(_Ball):
+    centre: float  # required: total=True by default
+
+
+def test_check_keywords_names_the_unknown_key_and_the_valid_ones():
+    message = (
+        "ball() got unexpected keyword(s) ['raduis']; the keywords of _Ball are ['dim', 'radius']"
+    )
+    with pytest.raises(TypeError, match=_exact(message)):
+        check_keywords("ball", {"raduis": 1.0}, _Ball)
+
+
+def test_check_keywords_names_a_missing_required_key():
+    with pytest.raises(TypeError, match=_exact("ball() missing keyword(s) ['centre'] (_Centred)")):
+        check_keywords("ball", {"radius": 1.0}, _Centred)
+    check_keywords("ball", {"centre": 0.0}, _Centred)  # optional keys may be left out
+    check_keywords("ball", {}, _Ball)
