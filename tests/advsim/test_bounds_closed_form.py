@@ -1,0 +1,53 @@
+"""The record every closed-form hidden-state bound returns (`HiddenStateBound`).
+
+Expected values: the shared fields are the ones each bound's function sets (its own
+`ASSUMPTIONS` and `REFERENCE` constants, the steps and delta it was given); the repr order
+is the one `HiddenStateBound.__repr__` documents (the bound's own values first).
+"""
+
+import dataclasses
+
+import pytest
+
+from advsim.bounds import (
+    HiddenStateBound,
+    _langevin,
+    _shifted_interpolation,
+    _strongly_convex,
+    langevin_bound,
+    shifted_interpolation_bound,
+    strongly_convex_gdp_bound,
+)
+
+SC_RUN = dict(
+    noise_multiplier=10.0, clip_norm=1.0, lipschitz=1.0, strong_convexity=0.2, smoothness=1.0,
+    learning_rate=0.1, num_examples=10,
+)  # fmt: skip
+PROJECTED = dict(
+    noise_multiplier=8.0, clip_norm=1.0, lipschitz=1.0, smoothness=1.0, learning_rate=0.1,
+    num_examples=2, diameter=1.0,
+)  # fmt: skip
+
+CASES = [
+    (lambda d: langevin_bound(100, delta=d, **SC_RUN), _langevin, "rho"),
+    (lambda d: strongly_convex_gdp_bound(100, delta=d, **SC_RUN), _strongly_convex, "mu"),
+    (lambda d: shifted_interpolation_bound(100, delta=d, **PROJECTED), _shifted_interpolation,
+     "mu"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("make, module, value", CASES)
+def test_every_closed_form_bound_is_a_hidden_state_bound(make, module, value):
+    b = make(1e-5)
+    assert isinstance(b, HiddenStateBound)
+    assert (b.steps, b.delta) == (100, 1e-5) and b.epsilon > 0
+    assert b.assumptions == module.ASSUMPTIONS and b.reference == module.REFERENCE
+    assert make(None).epsilon is None and make(None).delta is None
+    # The bound's own value leads its repr; the shared fields follow, in their order.
+    text = repr(b)
+    assert text.startswith(f"{type(b).__name__}({value}=")
+    shared = [f"{f.name}=" for f in dataclasses.fields(HiddenStateBound)]
+    positions = [text.index(", " + s) for s in shared]
+    assert positions == sorted(positions) and positions[0] > text.index(f"{value}=")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.epsilon = 0.0
