@@ -7,9 +7,10 @@ and that the grids' observed order does not reveal. So the fields themselves are
 
 **The probe.** Every field the engine reads (the canary's and each data group's, clipped to
 $C$ as the engine clips them, and the regularizer's gradient) is evaluated, in float64, on
-`PROBE_CELLS` equal cells of `grid_reach(mechanism)` at a few steps (1, 2, the middle, the
-last two). Each cell is then halved `HALVINGS` times, keeping the half whose ends differ
-most. A continuous field's difference across the kept cell shrinks with its width: by
+`PROBE_CELLS` equal cells of `grid_reach(mechanism)` at `PROBE_STEPS` steps (every step
+up to T = 16; beyond, 1, 2, T - 1, T and twelve steps evenly spread between them). Each
+cell is then halved `HALVINGS` times, keeping the half whose ends differ most. A
+continuous field's difference across the kept cell shrinks with its width: by
 $2^{-\gamma k}$ over k halvings for a $\gamma$-Holder field (Lipschitz: $\gamma = 1$). A
 jump's does not: it stays the jump's size. A cell is a jump when its difference after all
 the halvings is at least `KEPT_SHARE` of what it was `COMPARE_HALVINGS` halvings before and
@@ -20,8 +21,8 @@ undeclared when no breakpoint lies in the cell (to within 1e-9 of a first cell's
 **What it can miss.** A jump smaller than the tolerance; two jumps in one of the first cells
 (only the larger is followed: the other is found once the first is declared); a field whose
 continuity exponent is below about 0.05 (it looks like a jump: a false alarm, on the safe
-side). It reads the fields at five steps, not at all T (a field that jumps only at another
-step is not seen).
+side). Beyond T = 16 it reads the fields at 16 steps, not at all T (a field that jumps
+only at another step is not seen).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ __all__ = [
 
 #: Equal cells of the grid's reach that the probe starts from.
 PROBE_CELLS = 1024
+#: The steps read: all of them up to this T, else this many spread over [1, T].
+PROBE_STEPS = 16
 #: How many times each cell is halved.
 HALVINGS = 36
 #: The difference after all halvings is compared with the one this many halvings before.
@@ -95,7 +98,12 @@ def _field_values(mech, x, steps):
 
 
 def _probe_steps(steps: int) -> list[int]:
-    return sorted({t for t in (1, 2, (steps + 1) // 2, steps - 1, steps) if 1 <= t <= steps})
+    """Every step when T <= `PROBE_STEPS`, else `PROBE_STEPS` of them: 1, 2, T - 1, T and
+    steps evenly spread between them (so every T beyond shares one compiled shape)."""
+    if steps <= PROBE_STEPS:
+        return list(range(1, steps + 1))
+    inner = np.linspace(3, steps - 2, PROBE_STEPS - 4).round().astype(int).tolist()
+    return sorted({1, 2, steps - 1, steps, *inner})
 
 
 def _field_name(column: int, columns: int) -> str:
@@ -150,7 +158,8 @@ def _jumps(mech, lo: float, hi: float, steps: list[int], clip: float) -> list[tu
 def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> list[UndeclaredJump]:
     """The jumps of `mechanism`'s fields inside `grid_reach(mechanism)` that its
     `field_breakpoints()` does not declare. Each field the engine reads (clipped as it
-    clips them) is evaluated on 1024 cells of the reach at five steps, and each cell halved
+    clips them) is evaluated on 1024 cells of the reach at 16 steps (every step up to
+    T = 16), and each cell halved
     36 times keeping the half whose ends differ most: a continuous field's difference
     shrinks with the cell, a jump's does not (`docs/guide/exact.md`, "Declaring jumps":
     the thresholds, and what the probe can miss).

@@ -134,6 +134,48 @@ def test_a_landscape_without_its_breakpoint_jumps_at_h_from_step_two():
     assert abs(jump.size) == pytest.approx(2.0)  # -C s(theta): from +C to -C, clipped at C = 1
 
 
+class JumpAtOneStep(advsim.AbstractScalarLaw):
+    """Loss -C m plus a regularizer whose gradient steps up by `size` at m = 0.25, at step
+    `at` only (continuous, zero, at every other step)."""
+
+    params: advsim.DPSGDParams
+    at: int
+
+    def __init__(self, steps, at):
+        self.params = advsim.DPSGDParams(steps, 1.0, 1.0)
+        self.at = at
+
+    def init_model(self):
+        return jnp.zeros((1,))
+
+    def canary_gradient(self, model, t):
+        return -jnp.ones_like(model)
+
+    def regularizer_gradient(self, model, t):
+        return jnp.where((t == self.at) & (model >= 0.25), 0.5, 0.0).astype(model.dtype)
+
+    def field_breakpoints(self):
+        return jnp.zeros((0,))
+
+
+@pytest.mark.parametrize("steps, at", [(10, 4), (16, 7), (300, 83)])
+def test_a_jump_at_one_step_is_found_up_to_t16_and_at_the_spread_steps(steps, at):
+    # Up to T = 16 every step is read; beyond, 1, 2, T - 1, T and twelve evenly spread
+    # between 3 and T - 2 (T = 300: round(3 + 26.82 k) = 3, 30, 57, 83, ...). Steps 4 of 10
+    # and 7 of 16 lie away from both ends and from the middle.
+    assert at in _probe_steps(steps)
+    (jump,) = undeclared_jumps(JumpAtOneStep(steps, at))
+    assert (jump.field, jump.step) == ("regularizer", at)
+    assert jump.position == pytest.approx(0.25, abs=1e-9) and jump.size == pytest.approx(0.5)
+
+
+def test_the_probed_steps():
+    assert _probe_steps(3) == [1, 2, 3]
+    assert _probe_steps(16) == list(range(1, 17))
+    t = _probe_steps(1000)
+    assert len(t) == 16 and t[:2] == [1, 2] and t[-2:] == [999, 1000] and t == sorted(set(t))
+
+
 def test_the_engine_warns_before_any_work_and_names_the_jumps():
     with pytest.warns(UndeclaredJumpWarning, match=r"Sawtooth: a field jumps .*regularizer at m ="):
         last_iterate_epsilon(Sawtooth(3, 1.0, 0.8, declare=False), DELTA, refinements=2)
