@@ -9,15 +9,8 @@ import dataclasses
 
 import pytest
 
-from advsim.bounds import (
-    HiddenStateBound,
-    _langevin,
-    _shifted_interpolation,
-    _strongly_convex,
-    langevin_bound,
-    shifted_interpolation_bound,
-    strongly_convex_gdp_bound,
-)
+from advsim import bounds
+from advsim.bounds import _langevin, _shifted_interpolation, _strongly_convex
 
 SC_RUN = dict(
     noise_multiplier=10.0, clip_norm=1.0, lipschitz=1.0, strong_convexity=0.2, smoothness=1.0,
@@ -29,24 +22,24 @@ PROJECTED = dict(
 )  # fmt: skip
 
 CASES = [
-    (lambda d: langevin_bound(100, delta=d, **SC_RUN), _langevin, "rho"),
-    (lambda d: strongly_convex_gdp_bound(100, delta=d, **SC_RUN), _strongly_convex, "mu"),
-    (lambda d: shifted_interpolation_bound(100, delta=d, **PROJECTED), _shifted_interpolation,
-     "mu"),
+    (lambda d: bounds.langevin_bound(100, delta=d, **SC_RUN), _langevin, "rho"),
+    (lambda d: bounds.strongly_convex_gdp_bound(100, delta=d, **SC_RUN), _strongly_convex, "mu"),
+    (lambda d: bounds.shifted_interpolation_bound(100, delta=d, **PROJECTED),
+     _shifted_interpolation, "mu"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("make, module, value", CASES)
 def test_every_closed_form_bound_is_a_hidden_state_bound(make, module, value):
     b = make(1e-5)
-    assert isinstance(b, HiddenStateBound)
+    assert isinstance(b, bounds.HiddenStateBound)
     assert (b.steps, b.delta) == (100, 1e-5) and b.epsilon > 0
     assert b.assumptions == module.ASSUMPTIONS and b.reference == module.REFERENCE
     assert make(None).epsilon is None and make(None).delta is None
     # The bound's own value leads its repr; the shared fields follow, in their order.
     text = repr(b)
     assert text.startswith(f"{type(b).__name__}({value}=")
-    shared = [f"{f.name}=" for f in dataclasses.fields(HiddenStateBound)]
+    shared = [f"{f.name}=" for f in dataclasses.fields(bounds.HiddenStateBound)]
     positions = [text.index(", " + s) for s in shared]
     assert positions == sorted(positions) and positions[0] > text.index(f"{value}=")
     with pytest.raises(dataclasses.FrozenInstanceError):
