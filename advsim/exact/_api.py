@@ -49,7 +49,7 @@ from advsim.exact._host import (  # noqa: F401 (COMPILE_NODES: the cost model's 
     _stack,
     _widened,
 )
-from advsim.exact._jumps import warn_undeclared_jumps
+from advsim.exact._jumps import warn_planned_jumps
 from advsim.exact._logladder import beyond_resolution
 from advsim.exact._plan import check_ladder, layout, plan_bytes
 from advsim.exact._programs import any_steps
@@ -320,7 +320,7 @@ def _batch(
     layouts = [layout(m, cells_per_sd, support) for m in mechs]
     for m, lay in zip(mechs, layouts, strict=True):  # before any propagation: a jump left
         # out is an error that `error` does not cover; probed over the grid's own interval
-        warn_undeclared_jumps(m, (lay.lo, lay.hi), stacklevel=3)
+        warn_planned_jumps(m, lay.lo, lay.hi, stacklevel=3)
     nodes = [lay.nodes for lay in layouts]
     buckets = _buckets(nodes)
     warn_if_slow_batch(mechs, buckets, nodes, delta, cells_per_sd, refinements, support)

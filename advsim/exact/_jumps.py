@@ -114,20 +114,52 @@ def _field_name(column: int, columns: int) -> str:
     return f"data group {column - 1}"
 
 
+_field_values_jit = eqx.filter_jit(_field_values)
+
+
+def _at_own_column(mech, x, ts):
+    """(steps, fields, cells): field c's values at the points `x[:, c, :]` (every field is
+    evaluated at every point; each keeps its own column)."""
+    n, columns, cells = x.shape
+    values = _field_values(mech, x.reshape(n, columns * cells), ts)
+    values = values.reshape(n, columns, cells, columns)
+    return jnp.moveaxis(jnp.diagonal(values, axis1=1, axis2=3), 2, 1)
+
+
+@eqx.filter_jit
+def _halve(mech, a, b, fa, fb, ts):
+    """`HALVINGS` halvings of every cell, keeping the half whose ends differ most; also the
+    difference `COMPARE_HALVINGS` halvings before the end. One compiled loop."""
+
+    def body(k, carry):
+        a, b, fa, fb, before = carry
+        mid = 0.5 * (a + b)
+        fm = _at_own_column(mech, mid, ts)
+        left = jnp.abs(fm - fa) >= jnp.abs(fb - fm)
+        a, b = jnp.where(left, a, mid), jnp.where(left, mid, b)
+        fa, fb = jnp.where(left, fa, fm), jnp.where(left, fm, fb)
+        before = jnp.where(k == HALVINGS - 1 - COMPARE_HALVINGS, jnp.abs(fb - fa), before)
+        return a, b, fa, fb, before
+
+    return jax.lax.fori_loop(0, HALVINGS, body, (a, b, fa, fb, jnp.zeros_like(a)))
+
+
 def _jumps(mech, lo: float, hi: float, steps: list[int], clip: float) -> list[tuple]:
     """(position, field, step, size, cell width) of every jump the halvings keep.
 
     Every step's and field's cells are halved together, as one array of fixed shape
-    (steps x fields x `PROBE_CELLS` points), so the probe compiles twice per mechanism
-    structure and makes `HALVINGS` + 1 calls, whatever the number of candidate cells."""
+    (steps x fields x `PROBE_CELLS` points), in one compiled loop (`_halve`): one
+    compilation per mechanism structure and number of steps read, whatever the number of
+    candidate cells."""
     n, cells = len(steps), PROBE_CELLS
     ts = jnp.asarray(steps, jnp.int32)
     x = np.linspace(lo, hi, cells + 1)
-    values = np.asarray(_field_values(mech, jnp.asarray(np.broadcast_to(x, (n, cells + 1))), ts))
+    points = jnp.asarray(np.broadcast_to(x, (n, cells + 1)))
+    values = np.asarray(_field_values_jit(mech, points, ts))
     columns = values.shape[2]
     scale = max(clip, float(np.max(np.ptp(values, axis=1))))
     tol = ABS_TOLERANCE * scale
-    # Cells as (step, field, cell) arrays; the points of one call: (step, field x cell).
+    # Cells as (step, field, cell) arrays.
     a = np.broadcast_to(x[:-1], (n, columns, cells)).copy()
     b = np.broadcast_to(x[1:], (n, columns, cells)).copy()
     fa = np.moveaxis(values[:, :-1], 2, 1).copy()
@@ -135,17 +167,7 @@ def _jumps(mech, lo: float, hi: float, steps: list[int], clip: float) -> list[tu
     live = np.abs(fb - fa) > tol
     if not live.any():
         return []
-    k_, c_, i_ = np.ix_(np.arange(n), np.arange(columns), np.arange(cells))
-    before = None
-    for k in range(HALVINGS):
-        mid = 0.5 * (a + b)
-        at_mid = np.asarray(_field_values(mech, jnp.asarray(mid.reshape(n, -1)), ts))
-        fm = at_mid.reshape(n, columns, cells, columns)[k_, c_, i_, c_]
-        left = np.abs(fm - fa) >= np.abs(fb - fm)
-        a, b = np.where(left, a, mid), np.where(left, mid, b)
-        fa, fb = np.where(left, fa, fm), np.where(left, fm, fb)
-        if k == HALVINGS - 1 - COMPARE_HALVINGS:
-            before = np.abs(fb - fa)
+    a, b, fa, fb, before = (np.asarray(v) for v in _halve(mech, a, b, fa, fb, ts))
     size = np.abs(fb - fa)
     jump = live & (size > tol) & (size >= KEPT_SHARE * before)
     return [
@@ -186,10 +208,18 @@ def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> l
         >>> undeclared_jumps(ThresholdLandscape(5, 1.0, 4))  # its jump at h is declared
         []
     """
-    check_scalar_law(mechanism)
-    lo, hi = grid_reach(mechanism) if support is None else (float(support[0]), float(support[1]))
+    if support is None:
+        lo, hi = grid_reach(mechanism)  # checks the mechanism (`check_scalar_law`)
+    else:
+        check_scalar_law(mechanism)
+        lo, hi = float(support[0]), float(support[1])
     if not hi > lo:
         raise ValueError(f"support must be (lo, hi) with lo < hi, got {(lo, hi)!r}")
+    return _undeclared(mechanism, lo, hi)
+
+
+def _undeclared(mechanism, lo: float, hi: float) -> list[UndeclaredJump]:
+    """`undeclared_jumps` on [lo, hi] of a mechanism already checked (`check_scalar_law`)."""
     with jax.enable_x64(True):
         bps = np.asarray(mechanism.field_breakpoints(), np.float64).reshape(-1)
         template = any_steps(mechanism)
@@ -220,7 +250,16 @@ def describe_jumps(jumps: list[UndeclaredJump], most: int = 5) -> str:
 def warn_undeclared_jumps(mechanism, support=None, *, stacklevel: int = 2) -> list[UndeclaredJump]:
     """`undeclared_jumps(mechanism, support)`, and an `UndeclaredJumpWarning` naming them
     (at most five) when there are any."""
-    jumps = undeclared_jumps(mechanism, support)
+    return _warn(mechanism, undeclared_jumps(mechanism, support), stacklevel + 1)
+
+
+def warn_planned_jumps(mechanism, lo: float, hi: float, *, stacklevel: int = 2) -> list:
+    """`warn_undeclared_jumps` on the interval of a grid the engine planned for
+    `mechanism` (planning checked it: not checked again)."""
+    return _warn(mechanism, _undeclared(mechanism, lo, hi), stacklevel + 1)
+
+
+def _warn(mechanism, jumps: list[UndeclaredJump], stacklevel: int) -> list[UndeclaredJump]:
     if jumps:
         warnings.warn(
             f"{type(mechanism).__name__}: {describe_jumps(jumps)}. The exact epsilon then "
