@@ -114,9 +114,6 @@ def _field_name(column: int, columns: int) -> str:
     return f"data group {column - 1}"
 
 
-_field_values_jit = eqx.filter_jit(_field_values)
-
-
 def _at_own_column(mech, x, ts):
     """(steps, fields, cells): field c's values at the points `x[:, c, :]` (every field is
     evaluated at every point; each keeps its own column)."""
@@ -155,7 +152,7 @@ def _jumps(mech, lo: float, hi: float, steps: list[int], clip: float) -> list[tu
     ts = jnp.asarray(steps, jnp.int32)
     x = np.linspace(lo, hi, cells + 1)
     points = jnp.asarray(np.broadcast_to(x, (n, cells + 1)))
-    values = np.asarray(_field_values_jit(mech, points, ts))
+    values = np.asarray(_field_values(mech, points, ts))
     columns = values.shape[2]
     scale = max(clip, float(np.max(np.ptp(values, axis=1))))
     tol = ABS_TOLERANCE * scale
@@ -181,10 +178,10 @@ def undeclared_jumps(mechanism, support: tuple[float, float] | None = None) -> l
     """The jumps of `mechanism`'s fields inside `grid_reach(mechanism)` that its
     `field_breakpoints()` does not declare. Each field the engine reads (clipped as it
     clips them) is evaluated on 1024 cells of the reach at 16 steps (every step up to
-    T = 16), and each cell halved
-    36 times keeping the half whose ends differ most: a continuous field's difference
-    shrinks with the cell, a jump's does not (`docs/guide/exact.md`, "Declaring jumps":
-    the thresholds, and what the probe can miss).
+    T = 16), and each cell halved 36 times keeping the half whose ends differ most: a
+    continuous field's difference shrinks with the cell, a jump's does not
+    (`docs/guide/exact.md`, "Declaring jumps": the thresholds, and what the probe can
+    miss).
 
     `advsim.exact.last_iterate_epsilon` runs it before any work and warns
     (`UndeclaredJumpWarning`) when it finds one; `advsim.testing.check_mechanism` fails on
