@@ -201,6 +201,39 @@ def test_an_interrupt_python_ignores_is_delivered_again():
     assert "Exception ignored" not in proc.stderr
 
 
+_IN_EXEC = """
+import argparse, sys
+import advsim.cli as cli
+
+
+def command(args):  # the signal lands in code run by exec of a string, as a dataclass's
+    exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(10**7): pass")
+    return 0
+
+
+class Parser:
+    def parse_args(self, argv):
+        return argparse.Namespace(command="demo", func=command)
+
+
+cli.build_parser = Parser
+sys.exit(cli.main([]))
+"""
+
+
+def test_an_interrupt_inside_exec_still_exits_130_under_python_m(tmp_path):
+    """CPython marks "a KeyboardInterrupt went unhandled" when one leaves exec'd string
+    code, caught or not, and `python -m` then ends the process by SIGINT (-2) instead of
+    the status `main` returned; the main thread's claim of the interruption clears it."""
+    (tmp_path / "interrupted_in_exec.py").write_text(_IN_EXEC)
+    proc = subprocess.run(
+        [sys.executable, "-m", "interrupted_in_exec"], cwd=tmp_path, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert proc.stderr.strip() == "advsim demo: interrupted"
+
+
 _STUCK = """
 import ctypes, signal, sys, threading, time
 from pathlib import Path
