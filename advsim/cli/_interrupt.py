@@ -21,7 +21,7 @@ bytecodes. That fails three ways, each handled here:
 
 A second Ctrl-C ends the process at once, the same way. The status stays 130 under
 `python -m` too, where CPython would otherwise end the process by SIGINT after an
-interrupt that passed through exec'd code (`claim_report`).
+interrupt that passed through exec'd code (`finished`).
 """
 
 from __future__ import annotations
@@ -80,11 +80,7 @@ def interrupted() -> bool:
 
 def claim_report() -> bool:
     """For the main thread's `except KeyboardInterrupt`: True if it is the one to print
-    the interruption's line (False: the watchdog is ending the process and prints it).
-
-    The interruption is handled from here, so CPython's record of an unhandled one is
-    cleared (`_forget_unhandled_interrupt`)."""
-    _forget_unhandled_interrupt()
+    the interruption's line (False: the watchdog is ending the process and prints it)."""
     return _SESSION is None or _SESSION.claim()
 
 
@@ -99,7 +95,7 @@ def _forget_unhandled_interrupt() -> None:
     enough to be seen (1 run in 30 of a sweep interrupted during a cell): dataclasses and
     scipy.stats build methods from strings at run time. Running an empty string is
     what clears the flag. The `advsim` script exits before the flag is read, so only
-    `python -m advsim.cli` needed this."""
+    `python -m advsim.cli` needs this; a command's exit status is the one it returned."""
     exec("")  # an empty program: its only effect is the reset above
 
 
@@ -250,7 +246,9 @@ def sigint_handling(message: Callable[[], str]) -> Iterator[_Session | None]:
 
 def finished(session: _Session | None, status: int) -> None:
     """Records the command's exit status (the watchdog exits with it if Python's shutdown
-    outlasts `GRACE_S`)."""
+    outlasts `GRACE_S`), and makes it the status the process exits with
+    (`_forget_unhandled_interrupt`)."""
+    _forget_unhandled_interrupt()
     if session is not None:
         session.status = status
 

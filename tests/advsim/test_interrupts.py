@@ -224,7 +224,7 @@ sys.exit(cli.main([]))
 def test_an_interrupt_inside_exec_still_exits_130_under_python_m(tmp_path):
     """CPython marks "a KeyboardInterrupt went unhandled" when one leaves exec'd string
     code, caught or not, and `python -m` then ends the process by SIGINT (-2) instead of
-    the status `main` returned; the main thread's claim of the interruption clears it."""
+    the status `main` returned; `_interrupt.finished` clears it."""
     (tmp_path / "interrupted_in_exec.py").write_text(_IN_EXEC)
     proc = subprocess.run(
         [sys.executable, "-m", "interrupted_in_exec"], cwd=tmp_path, capture_output=True,
