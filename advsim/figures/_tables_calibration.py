@@ -5,7 +5,7 @@ epsilon is known and counts the repeats whose `eps_lower` exceeds it. An audit w
 `eps_lower` is an (eps, delta) lower bound at confidence c exceeds the truth with
 probability at most 1 - c, so the count must stay within the 0.999-quantile of
 Binomial(repeats, 1 - c) (the rule of `advsim.testing.Calibration`); `check` is "pass" or
-"FAIL" for those rows. Rows:
+"FAIL" for those rows (`claimed` True). Rows:
 
 - "tradeoff" at its default configuration (Algorithm 2's grid 0.5, ..., 20; too slow for
   CI, which calibrates it with a one-point grid in tests/properties/test_audit_calibration.py)
@@ -16,7 +16,10 @@ Binomial(repeats, 1 - c) (the rule of `advsim.testing.Calibration`); `check` is 
   (a Gaussian trade-off curve; the heuristic's family) do not hold and their eps_lower is
   known to exceed the exact epsilon. `check` is "measured" for these rows, with the
   fraction over the truth, the median ratio to it and how often the audit's assumption
-  check rejected.
+  check rejected. "family" is measured at B = 1 only: for B > 1 the landscape's steps
+  after the first are 1/B of the first (`Accounting.step_sizes`), a learning-rate
+  schedule, which the family audit refuses (its family has a constant rate); those rows
+  are left out and the run prints which (`refused_rows`).
 
 Exact references (`truth`, with its error and the kind of that error beside it):
 `advsim.mechanisms.landscape_law` (the landscape's exact grid law; a refinement estimate)
@@ -59,6 +62,7 @@ __all__ = [
     "compute_point_estimate_bias",
     "eps_delta_cap",
     "linear_law_sampler",
+    "refused_rows",
 ]
 
 
@@ -84,8 +88,10 @@ def linear_law_sampler(steps: int, q: float, sigma: float, trials: int):
 
 
 #: What `eps_cap` is (`eps_delta_cap`).
-CAP_KIND = ("diagnostic: the largest eps_lower the audit can give at this sample size and "
-            "confidence (zero errors on the held-out half), not an epsilon of the mechanism")
+CAP_KIND = (
+    "diagnostic: the largest eps_lower the audit can give at this sample size and "
+    "confidence (zero errors on the held-out half), not an epsilon of the mechanism"
+)
 
 
 def _rows(p: dict) -> list[dict]:
@@ -103,8 +109,9 @@ def _rows(p: dict) -> list[dict]:
                 truth=law.epsilon, truth_error=law.error, truth_error_kind=ERROR_KIND, trials=n,
             )  # fmt: skip
             for method, repeats in land["repeats"].items():
-                rows.append({**base, "method": method, "repeats": repeats,
-                             "claim": method == "tradeoff"})  # fmt: skip
+                if _refusal(method, base["accounting"]) is None:
+                    rows.append({**base, "method": method, "repeats": repeats,
+                                 "claim": method == "tradeoff"})  # fmt: skip
     steps, q, sigma, trials = lin["steps"], lin["sampling_prob"], lin["noise_multiplier"], lin[
         "trials"]  # fmt: skip
     rows.append(dict(
@@ -116,6 +123,29 @@ def _rows(p: dict) -> list[dict]:
         method="tradeoff", repeats=lin["repeats"], claim=True,
     ))  # fmt: skip
     return rows
+
+
+def _refusal(method: str, accounting) -> str | None:
+    """Why `method` refuses to audit a run of `accounting`, or None."""
+    if method == "family" and accounting.step_sizes is not None:
+        first = ", ".join(f"{x:g}" for x in accounting.step_sizes[:3])
+        return f"the family audit refuses a learning-rate schedule (step_sizes {first}, ...)"
+    return None
+
+
+def refused_rows(p: dict) -> list[str]:
+    """The landscape's (scenario, method) pairs that `_rows` leaves out, each with why."""
+    land = p["landscape"]
+    out = []
+    for b in land["batch_sizes"]:
+        for t in land["steps"]:
+            mech = ThresholdLandscape(steps=t, noise_multiplier=land["noise_multiplier"],
+                                      batch_size=b)  # fmt: skip
+            for method in land["repeats"]:
+                why = _refusal(method, mech.accounting())
+                if why is not None:
+                    out.append(f"landscape_B{b}_T{t} {method}: not measured: {why}")
+    return out
 
 
 def _run(row: dict, confidence: float, delta: float) -> dict:
@@ -146,7 +176,7 @@ def _run(row: dict, confidence: float, delta: float) -> dict:
     check = ("pass" if failing <= allowed and row["truth"] < cap else "FAIL") if row[
         "claim"] else "measured"  # fmt: skip
     return dict(
-        scenario=row["scenario"], method=row["method"], claims_eps_delta_bound=row["claim"],
+        scenario=row["scenario"], method=row["method"], claimed=row["claim"],
         delta=delta, confidence=confidence, trials=row["trials"], repeats=repeats,
         truth=row["truth"], truth_error=row["truth_error"],
         truth_error_kind=row["truth_error_kind"],
@@ -178,6 +208,8 @@ def compute_calibration(fig, rows):
               f"{rec['truth']:.3f} (allowed {rec['allowed']}), median "
               f"{rec['median_eps_lower']:.3f} [{rec['check']}] ({rec['wall_time_s']:.0f} s)",
               flush=True)  # fmt: skip
+    for line in refused_rows(p):
+        print(line, flush=True)
     for rec in table:
         if rec["check"] == "FAIL":
             times = f"{rec['failures']}/{rec['repeats']} times (allowed {rec['allowed']})"

@@ -6,13 +6,19 @@ import math
 
 import pytest
 
+from advsim.audits import get_audit
 from advsim.bounds import gdp_epsilon, heuristic_epsilon
-from advsim.figures import load_figure
+from advsim.figures import CLOSED_FORM, add_labels, label_problems, load_figure
 from advsim.figures._tables_calibration import (
+    _rows,
+    _run,
     compute_calibration,
     compute_point_estimate_bias,
     eps_delta_cap,
+    linear_law_sampler,
+    refused_rows,
 )
+from advsim.mechanisms import LinearProcess, ThresholdLandscape
 
 
 def test_cap_is_the_zero_error_clopper_pearson_bound():
@@ -24,6 +30,42 @@ def test_cap_is_the_zero_error_clopper_pearson_bound():
         u = 1 - ((1 - confidence) / (2 * tests)) ** (1 / m)
         expected = math.log((1 - delta - u) / u)
         assert eps_delta_cap(trials, confidence, delta, tests) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_every_row_is_one_its_audit_accepts_and_the_left_out_ones_say_why(tmp_path, quick):
+    """The family audit refuses a learning-rate schedule, and the landscape at B > 1 has
+    one (its steps after the first are 1/B of the first): those rows are left out, by
+    name, instead of stopping the figure at its first B > 1 cell."""
+    fig = load_figure("calibration", quick=quick, out=tmp_path)
+    for row in _rows(fig.params):
+        get_audit(row["method"]).context(row["accounting"])  # raises where it refuses
+    land = fig.params["landscape"]
+    expected = [
+        (b, t) for b in land["batch_sizes"] for t in land["steps"] if b > 1
+    ]  # the landscape's schedule: (1, 1/B, ..., 1/B)
+    assert [line.split(" family: ")[0] for line in refused_rows(fig.params)] == [
+        f"landscape_B{b}_T{t}" for b, t in expected
+    ]
+    for b, t in expected:
+        accounting = ThresholdLandscape(steps=t, noise_multiplier=1.0, batch_size=b).accounting()
+        with pytest.raises(ValueError, match="learning-rate schedule"):
+            get_audit("family").context(accounting)
+
+
+def test_a_rows_columns_pass_the_figures_label_check():
+    """`run_figure` refuses a table whose epsilon-like columns have no label beside them;
+    `calibration_full` writes every column of a row, so a row's own keys must pass
+    (a boolean named like a bound, `claims_eps_delta_bound`, did not)."""
+    row = dict(
+        scenario="linear", sampler=lambda: linear_law_sampler(10, 0.01, 0.3544, 2000),
+        accounting=LinearProcess(10, 0.01, 0.3544).accounting(), truth=2.0,
+        truth_error=0.0, truth_error_kind=CLOSED_FORM, trials=2000, method="eps_delta",
+        repeats=2, claim=True,
+    )  # fmt: skip
+    rec = _run(row, 0.8, 1e-5)
+    columns = add_labels(list(rec), [rec])
+    assert label_problems(columns, [{c: rec.get(c) for c in columns}]) == []
 
 
 @pytest.mark.slow
