@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from advsim._plot_marks import MARK_NOTES as MARK_NOTES
+from advsim._plot_marks import mark, mark_legend, mark_matrix
 from advsim._plot_style import (
     as_number,
     dodged,
@@ -145,7 +147,7 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
         else:
             ax.plot(xs, ys, **style)
     if "eps_point" in empirical:
-        above = np.array([_mark(r, "eps_point") == "!" for r in rows])
+        above = np.array([mark(r, "eps_point") == "!" for r in rows])
         pts = np.array([as_number(r.get("eps_point")) for r in rows])
         # Never an empty unclipped series: its extent, the figure's corner, collapses the axes.
         if (~above).any():
@@ -166,7 +168,7 @@ def _draw_curves(ax, rows: Sequence[Mapping], x: str, *, legend: bool = True) ->
         label = "empirical (lower bound" + (f"; {guarantees})" if guarantees else ")")
         ax.plot(xs, lows, linestyle="none", marker="v", color="0.0", ms=4.5, label=label,
                 clip_on=False, transform=shifted("eps_lower"))
-        rejected = np.array([_mark(r, "eps_lower").endswith("\u2021") for r in rows])
+        rejected = np.array([mark(r, "eps_lower").endswith("\u2021") for r in rows])
         if rejected.any():
             ax.plot(
                 xs[rejected], lows[rejected], linestyle="none", marker="x", color="0.0",
@@ -330,48 +332,6 @@ def _varying(rows: Sequence[Mapping], exclude) -> list[str]:
     return [k for k in keys if len({repr(r.get(k)) for r in rows}) > 1]
 
 
-#: Marks after a heatmap cell's number, and what they mean (written under the figure).
-MARK_NOTES = {
-    "\u2020": "rests on an assumption",
-    "\u2021": "assumption rejected by held-out runs",
-    "!": "estimate above composition (outside the possible range)",
-}
-
-
-def _mark(row: Mapping, column: str) -> str:
-    """The marks of one table row's `column` (see `MARK_NOTES`)."""
-    mark = ""
-    if column == "eps_lower":
-        guarantee = row.get("guarantee")
-        if guarantee not in (None, "", "rigorous"):
-            mark += "\u2020"
-        if str(row.get("assumption_rejected")).lower() == "true":
-            mark += "\u2021"
-    if column == "eps_point" and str(row.get("eps_point_above_composition")).lower() == "true":
-        mark += "!"
-    return mark
-
-
-def _mark_matrix(rows, x, y, columns) -> np.ndarray | None:
-    """Marks per cell for the eps columns among `columns`, or None when there are none."""
-    xs, ys = _axis_values(rows, x), _axis_values(rows, y)
-    ix = {repr(v): i for i, v in enumerate(xs)}
-    iy = {repr(v): i for i, v in enumerate(ys)}
-    marks = np.full((len(ys), len(xs)), "", dtype=object)
-    for r in rows:
-        marks[iy[repr(r.get(y))], ix[repr(r.get(x))]] = "".join(_mark(r, c) for c in columns)
-    return marks if any(marks.flat) else None
-
-
-def _mark_legend(ax, marks) -> None:
-    """Explains the marks used, as a second line of the x label (kept in the layout)."""
-    if marks is None:
-        return
-    used = [m for m in MARK_NOTES if any(m in str(v) for v in marks.flat)]
-    text = "\n".join(f"{m} {MARK_NOTES[m]}" for m in used)
-    ax.set_xlabel(f"{ax.get_xlabel()}\n{text}", linespacing=1.3)
-
-
 def _draw_heatmap(
     fig, ax, xs, ys, mat, *, x, y, cmap, fmt, colorbar_label, log_color, center=None,
     marks=None, min_span=0.0,
@@ -414,10 +374,10 @@ def _draw_heatmap(
             continue
         r, g, b, _ = cm(norm(v))
         luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
-        mark = "" if marks is None else marks[i, j]
-        ax.text(j, i, format(v, fmt) + mark, ha="center", va="center", fontsize=size,
+        cell_mark = "" if marks is None else marks[i, j]
+        ax.text(j, i, format(v, fmt) + cell_mark, ha="center", va="center", fontsize=size,
                 color="white" if luminance < 0.5 else "black")
-    _mark_legend(ax, marks)
+    mark_legend(ax, marks)
     cbar = fig.colorbar(im, ax=ax)
     cbar.set_label(colorbar_label, fontsize=7)
     if hasattr(cbar.formatter, "set_useOffset"):  # ticks as the numbers, no "+1" above
@@ -487,7 +447,7 @@ def plot_heatmap(
     fig, ax = plt.subplots(figsize=_figsize(xs, ys))
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
                   colorbar_label=colorbar_label, log_color=log_color,
-                  marks=_mark_matrix(rows, x, y, [value]))
+                  marks=mark_matrix(rows, x, y, xs, ys, [value]))
     if title:
         fit_title(ax, title, fontsize=8)
     return save_figure(fig, path_stem)
@@ -594,7 +554,7 @@ def plot_ratio_heatmap(
     marked = [numerator] + ([denominator] if denominator else [])
     _draw_heatmap(fig, ax, xs, ys, mat, x=x, y=y, cmap=cmap, fmt=fmt,
                   colorbar_label=colorbar_label or label, log_color=False, center=1.0,
-                  marks=_mark_matrix(rows, x, y, marked), min_span=min_span)
+                  marks=mark_matrix(rows, x, y, xs, ys, marked), min_span=min_span)
     if title:
         fit_title(ax, title, fontsize=8)
     return save_figure(fig, path_stem)

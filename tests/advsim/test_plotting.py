@@ -276,6 +276,21 @@ def test_a_one_t_audit_whose_point_estimate_passes_composition_keeps_its_axes(tm
     assert [p.suffix for p in paths] == [".png", ".pdf"]
 
 
+def test_a_narrow_heatmap_wraps_its_marks_note_inside_the_figure(tmp_path):
+    """Three columns make a 3.5-inch figure; the note of the "!" mark (57 characters) ran
+    past its edge on one line (the sweep tutorial's point-estimate heatmap, cut). Saved
+    for real: `save_figure` warns on a label past the edge."""
+    rows = [dict(sampling_prob=q, noise_multiplier=s, eps_point=1.0 + q,
+                 eps_point_above_composition=q == 0.1)
+            for q in (0.01, 0.1, 1.0) for s in (0.5, 1.0, 2.0)]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a FigureLayoutWarning fails the test
+        paths = plotting.plot_heatmap(
+            rows, "sampling_prob", "noise_multiplier", "eps_point", tmp_path / "narrow"
+        )
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+
+
 def test_eps_vs_steps_draws_the_exact_column_and_names_the_guarantee(captured):
     """Several T: `exact_epsilon` is a line of its own, labelled, through the rows' values;
     the lower bound's legend entry names the rows' guarantee, "rigorous" included."""

@@ -5,25 +5,13 @@ hand-made measurements; one real command (`advsim figure --list`, start-up only)
 that a measurement reads the process's own status and CPU time.
 """
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from advsim.figures import list_figures
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "benchmark_commands.py"
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("benchmark_commands", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_figure_is_timed_in_its_quick_mode_or_only_the_named_ones():
-    bench = _script()
+def test_every_figure_is_timed_in_its_quick_mode_or_only_the_named_ones(load_script):
+    bench = load_script("benchmark_commands")
     quick = bench._commands("quick-figures", None)
     assert [label for label, _, _ in quick] == [
         f"advsim figure {name} --quick" for name in list_figures()
@@ -35,8 +23,8 @@ def test_every_figure_is_timed_in_its_quick_mode_or_only_the_named_ones():
         bench._commands("figures", ["figure99"])
 
 
-def test_a_row_gives_cpu_and_wall_time_and_the_conditions():
-    bench = _script()
+def test_a_row_gives_cpu_and_wall_time_and_the_conditions(load_script):
+    bench = load_script("benchmark_commands")
     m = {"status": 0, "cpu_s": 23.6, "wall_s": 57.2, "load_before": 5.04, "load_after": 8.96}
     row = bench._row("advsim figure x --quick", "[G](g.md)", m, "an empty compilation cache")
     assert row.startswith("| `advsim figure x --quick` | [G](g.md) | 24 s CPU, 57 s wall | ")
@@ -45,8 +33,8 @@ def test_a_row_gives_cpu_and_wall_time_and_the_conditions():
     assert "| failed (status 2) |" in failed
 
 
-def test_a_measurement_reads_the_commands_own_status_and_cpu_time():
-    m = _script()._run(["figure", "--list"], shared_cache=False)
+def test_a_measurement_reads_the_commands_own_status_and_cpu_time(load_script):
+    m = load_script("benchmark_commands")._run(["figure", "--list"], shared_cache=False)
     assert m["argv"] == ["advsim", "figure", "--list"] and m["status"] == 0, m
     assert 0 < m["cpu_s"] and 0 < m["wall_s"] < 300, m  # a Python start-up, in a process
     assert m["stderr_tail"] == ""

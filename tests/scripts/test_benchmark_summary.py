@@ -5,21 +5,9 @@ every ratio is reference / advsim, every span min-max over the T rows; the value
 are chosen so that each is read off by hand.
 """
 
-import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "benchmark.py"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_table_reads_each_ratio_as_reference_over_advsim():
-    bench = _benchmark()
+def test_the_table_reads_each_ratio_as_reference_over_advsim(load_script):
+    bench = load_script("benchmark")
     bench.MEASURED.update(
         heuristic=(0.005, None, 120.0),
         max_over_steps={10_000: (0.2, 8.0, 300.0), 100_000: (0.8, None, 300.0)},
