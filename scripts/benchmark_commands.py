@@ -12,8 +12,8 @@ writing into a temporary folder, and measures for each:
     `advsim` uses for its commands (`advsim.cli._common.compile_cache_dir`), so a second
     run of this script measures a warm cache.
 
-It ends by printing the rows of the speed guide's table ("What the figures, tutorials and
-guides' commands take", `docs/guide/speed.md`) for these commands, in Markdown, and writes
+It ends by printing the rows of the speed guide's table ("Every figure's quick mode",
+`docs/guide/speed.md`) for these commands, in Markdown, and writes
 every measurement with its config, the package versions and the commit to
 `--out/commands.json` (atomically). The guide quotes the rows as printed.
 
