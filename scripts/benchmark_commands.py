@@ -38,6 +38,14 @@ from advsim._io import provenance, write_json
 from advsim.figures import list_figures
 
 GALLERY_QUICK = "[Gallery](../gallery.md#how-long-each-quick-mode-takes)"
+GALLERY = Path(__file__).resolve().parents[1] / "docs" / "gallery.md"
+
+
+def _gallery_page(name: str) -> str:
+    """The gallery's section of figure `name` (a heading of its own, else its tables')."""
+    text = GALLERY.read_text() if GALLERY.exists() else ""
+    anchor = name if f"## `{name}`" in text else "tables"
+    return f"[Gallery](../gallery.md#{anchor})"
 
 
 def _commands(which: str, only: list[str] | None) -> list[tuple[str, list[str], str]]:
@@ -53,7 +61,7 @@ def _commands(which: str, only: list[str] | None) -> list[tuple[str, list[str], 
             continue
         flags = ["--quick"] if quick else []
         label = " ".join(["advsim figure", name, *flags])
-        page = GALLERY_QUICK if quick else f"[Gallery](../gallery.md#{name})"
+        page = GALLERY_QUICK if quick else _gallery_page(name)
         rows.append((label, ["figure", name, *flags, "--quiet"], page))
     return rows
 

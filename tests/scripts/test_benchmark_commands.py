@@ -19,6 +19,8 @@ def test_every_figure_is_timed_in_its_quick_mode_or_only_the_named_ones(load_scr
     label, argv, page = bench._commands("figures", ["figure5"])[0]
     assert (label, argv) == ("advsim figure figure5", ["figure", "figure5", "--quiet"])
     assert page == "[Gallery](../gallery.md#figure5)"
+    # a table figure has no section of its own: the gallery's tables
+    assert bench._commands("figures", ["calibration"])[0][2] == "[Gallery](../gallery.md#tables)"
     with pytest.raises(SystemExit, match=r"no figure named \['figure99'\]"):
         bench._commands("figures", ["figure99"])
 
