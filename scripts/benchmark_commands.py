@@ -15,7 +15,8 @@ writing into a temporary folder, and measures for each:
 It ends by printing the rows of the speed guide's table ("Every figure's quick mode",
 `docs/guide/speed.md`) for these commands, in Markdown, and writes
 every measurement with its config, the package versions and the commit to
-`--out/commands.json` (atomically). The guide quotes the rows as printed.
+`--out/commands.json` (atomically, after each command, so a stopped run keeps what it
+measured). The guide quotes the rows as printed.
 
 Usage: python scripts/benchmark_commands.py [--set {quick-figures,figures}]
            [--only NAME ...] [--shared-cache] [--out DIR]
@@ -121,14 +122,15 @@ def main() -> None:
     commands = _commands(args.which, args.only)
     cache = "advsim's own compilation cache" if args.shared_cache else "an empty compilation cache"
     measured = []
+    config = {"set": args.which, "only": args.only, "shared_cache": args.shared_cache}
+    record = {**provenance(config), "cpu_count": os.cpu_count(), "commands": measured}
+    args.out.mkdir(parents=True, exist_ok=True)
     bar = tqdm(commands, desc="commands", unit="command")
     for label, argv, page in bar:
         bar.set_postfix_str(label, refresh=True)
         measured.append({"label": label, "page": page, **_run(argv, args.shared_cache)})
-    config = {"set": args.which, "only": args.only, "shared_cache": args.shared_cache}
-    record = {**provenance(config), "cpu_count": os.cpu_count(), "commands": measured}
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "commands.json", record)
+        # after every command: a stopped run keeps what it measured
+        write_json(args.out / "commands.json", record)
     print(f"\nMeasured at commit {record['git_commit']}, {record['created']}, one command "
           f"at a time ({args.out / 'commands.json'}):\n")  # fmt: skip
     print("| command or step | page | measured | conditions |")
