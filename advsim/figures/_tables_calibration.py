@@ -19,7 +19,7 @@ Binomial(repeats, 1 - c) (the rule of `advsim.testing.Calibration`); `check` is 
   check rejected. "family" is measured at B = 1 only: for B > 1 the landscape's steps
   after the first are 1/B of the first (`Accounting.step_sizes`), a learning-rate
   schedule, which the family audit refuses (its family has a constant rate); those rows
-  are left out and the run prints which (`refused_rows`).
+  are left out and the run prints which, with the audit's reason.
 
 Exact references (`truth`, with its error and the kind of that error beside it):
 `advsim.mechanisms.landscape_law` (the landscape's exact grid law; a refinement estimate)
@@ -62,7 +62,6 @@ __all__ = [
     "compute_point_estimate_bias",
     "eps_delta_cap",
     "linear_law_sampler",
-    "refused_rows",
 ]
 
 
@@ -94,10 +93,11 @@ CAP_KIND = (
 )
 
 
-def _rows(p: dict) -> list[dict]:
-    """Each row: scenario, sampler factory, accounting, truth (with its error and kind),
-    trials, method, repeats, claim."""
-    rows, land, lin, delta = [], p["landscape"], p["linear"], p["delta"]
+def _rows(p: dict) -> tuple[list[dict], list[str]]:
+    """Each row (scenario, sampler factory, accounting, truth with its error and kind,
+    trials, method, repeats, claim), and a line for each (scenario, method) left out
+    because the method refuses the scenario's accounting, saying why."""
+    rows, refused, land, lin, delta = [], [], p["landscape"], p["linear"], p["delta"]
     for b in land["batch_sizes"]:
         for t in land["steps"]:
             sigma, n = land["noise_multiplier"], land["trials"]
@@ -109,9 +109,12 @@ def _rows(p: dict) -> list[dict]:
                 truth=law.epsilon, truth_error=law.error, truth_error_kind=ERROR_KIND, trials=n,
             )  # fmt: skip
             for method, repeats in land["repeats"].items():
-                if _refusal(method, base["accounting"]) is None:
-                    rows.append({**base, "method": method, "repeats": repeats,
-                                 "claim": method == "tradeoff"})  # fmt: skip
+                why = _refusal(method, base["accounting"])
+                if why is not None:
+                    refused.append(f"{base['scenario']} {method}: not measured: {why}")
+                    continue
+                rows.append({**base, "method": method, "repeats": repeats,
+                             "claim": method == "tradeoff"})  # fmt: skip
     steps, q, sigma, trials = lin["steps"], lin["sampling_prob"], lin["noise_multiplier"], lin[
         "trials"]  # fmt: skip
     rows.append(dict(
@@ -122,30 +125,17 @@ def _rows(p: dict) -> list[dict]:
         truth_error=0.0, truth_error_kind=CLOSED_FORM,
         method="tradeoff", repeats=lin["repeats"], claim=True,
     ))  # fmt: skip
-    return rows
+    return rows, refused
 
 
 def _refusal(method: str, accounting) -> str | None:
-    """Why `method` refuses to audit a run of `accounting`, or None."""
-    if method == "family" and accounting.step_sizes is not None:
-        first = ", ".join(f"{x:g}" for x in accounting.step_sizes[:3])
-        return f"the family audit refuses a learning-rate schedule (step_sizes {first}, ...)"
+    """The audit's own reason to refuse a run of `accounting` (its `context` raising
+    ValueError), or None."""
+    try:
+        get_audit(method).context(accounting)
+    except ValueError as err:
+        return str(err)
     return None
-
-
-def refused_rows(p: dict) -> list[str]:
-    """The landscape's (scenario, method) pairs that `_rows` leaves out, each with why."""
-    land = p["landscape"]
-    out = []
-    for b in land["batch_sizes"]:
-        for t in land["steps"]:
-            mech = ThresholdLandscape(steps=t, noise_multiplier=land["noise_multiplier"],
-                                      batch_size=b)  # fmt: skip
-            for method in land["repeats"]:
-                why = _refusal(method, mech.accounting())
-                if why is not None:
-                    out.append(f"landscape_B{b}_T{t} {method}: not measured: {why}")
-    return out
 
 
 def _run(row: dict, confidence: float, delta: float) -> dict:
@@ -196,7 +186,8 @@ def compute_calibration(fig, rows):
     p, table = fig.params, []
     cells = fig.out / "cells"
     cells.mkdir(parents=True, exist_ok=True)
-    for row in _rows(p):
+    todo, refused = _rows(p)
+    for row in todo:
         path = cells / f"{row['scenario']}-{row['method']}.json"
         if fig.resume and path.exists():
             table.append(json.loads(path.read_text()))
@@ -208,7 +199,7 @@ def compute_calibration(fig, rows):
               f"{rec['truth']:.3f} (allowed {rec['allowed']}), median "
               f"{rec['median_eps_lower']:.3f} [{rec['check']}] ({rec['wall_time_s']:.0f} s)",
               flush=True)  # fmt: skip
-    for line in refused_rows(p):
+    for line in refused:
         print(line, flush=True)
     for rec in table:
         if rec["check"] == "FAIL":
