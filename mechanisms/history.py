@@ -32,7 +32,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 from jaxtyping import Array, Float, Int
 
-from advsim import AbstractCoordinateLaws, DPSGDOptions, DPSGDParams
+from advsim import AbstractCoordinateLaws, Accounting, DPSGDOptions, DPSGDParams
 from advsim.validation import (
     as_traced_float,
     check_delta,
@@ -69,12 +69,49 @@ def history_noise_scales(dim: int, noise_multiplier, v) -> np.ndarray:
     return sigma * v ** (-k) * np.sqrt(np.cumsum(v ** (2.0 * k)))
 
 
+def _run_accounting(function: str, steps, sampling_prob, noise_multiplier, canary_steps):
+    """The run an exact-epsilon function of this package reads: the `advsim.Accounting`
+    given as `steps`, or one built from the numbers (which validates them all).
+
+    Raises:
+        TypeError: an `Accounting` together with numbers, or numbers missing.
+        ValueError: a value out of range (named); `canary_steps` not distinct steps in
+            [1, T]; an `Accounting` with a learning-rate schedule (the coordinates' noise
+            scales are in units of one step's move, `eta C`, the same at every step).
+    """
+    if isinstance(steps, Accounting):
+        given = dict(sampling_prob=sampling_prob, noise_multiplier=noise_multiplier,
+                     canary_steps=canary_steps)  # fmt: skip
+        extra = [name for name, value in given.items() if value is not None]
+        if extra:
+            raise TypeError(
+                f"{function}: pass either an Accounting or steps, sampling_prob and "
+                f"noise_multiplier, not both (got an Accounting and {', '.join(extra)})"
+            )
+        if steps.step_sizes is not None:
+            raise ValueError(
+                f"{function} is not defined at a learning-rate schedule, but the accounting "
+                f"has one ({steps.describe_step_sizes()}): the construction moves every "
+                "step by the same eta C"
+            )
+        return steps
+    missing = [n for n, v in (("sampling_prob", sampling_prob),
+                              ("noise_multiplier", noise_multiplier)) if v is None]  # fmt: skip
+    if missing:
+        raise TypeError(
+            f"{function}: missing {' and '.join(missing)} (or pass an advsim.Accounting as steps)"
+        )
+    steps = check_int("steps", steps, minimum=1)
+    every = range(1, steps + 1) if canary_steps is None else canary_steps
+    return Accounting(steps, sampling_prob, noise_multiplier, tuple(every))
+
+
 def history_epsilon(
     delta,
     steps,
-    sampling_prob,
-    noise_multiplier,
-    v,
+    sampling_prob=None,
+    noise_multiplier=None,
+    v=None,
     *,
     dim: int | None = None,
     canary_steps=None,
@@ -91,30 +128,43 @@ def history_epsilon(
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$.
+        steps: $T \ge 1$, or an `advsim.Accounting` (then leave `sampling_prob`,
+            `noise_multiplier` and `canary_steps` unset; no learning-rate schedule).
         sampling_prob: $q \in (0, 1]$ (1 for a canary that is always present).
         noise_multiplier: $\sigma > 0$.
-        v: the shift's scale, $v > 0$.
+        v: the shift's scale, $v > 0$ (required).
         dim: the model's dimension (default T).
-        canary_steps: the 1-indexed steps that can carry the canary (default all).
+        canary_steps: the 1-indexed steps that can carry the canary, distinct, in
+            $[1, T]$ (default all).
         value_discretization_interval: the PLD grid spacing.
 
     Returns:
         eps >= 0.
+
+    Raises:
+        ValueError: a value out of range (the message names it); an `Accounting` with a
+            learning-rate schedule.
+        TypeError: `v` missing; an `Accounting` together with numbers, or numbers missing.
 
     Example:
         >>> from advsim.bounds import composition_epsilon
         >>> e = history_epsilon(1e-5, 10, 0.1, 1.0, v=1e3)
         >>> abs(e - composition_epsilon(1e-5, 10, 0.1, 1.0)) < 1e-3
         True
+        >>> from advsim import Accounting
+        >>> history_epsilon(1e-5, Accounting(10, 0.1, 1.0, range(1, 11)), v=1e3) == e
+        True
     """
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
+    if v is None:
+        raise TypeError("history_epsilon: missing v, the shift's scale (v > 0)")
+    run = _run_accounting("history_epsilon", steps, sampling_prob, noise_multiplier, canary_steps)
+    steps = run.steps
     dim = steps if dim is None else check_int("dim", dim, minimum=1)
-    canary = set(range(1, steps + 1) if canary_steps is None else canary_steps)
-    scales = history_noise_scales(dim, noise_multiplier, v)
+    canary = set(run.canary_steps)
+    scales = history_noise_scales(dim, run.noise_multiplier, v)
     used = [float(scales[i]) for i in range(min(dim, steps)) if steps - i in canary]
-    return subsampled_gaussians_epsilon(delta, q, used, value_discretization_interval)
+    vdi = value_discretization_interval
+    return subsampled_gaussians_epsilon(delta, run.sampling_prob, used, vdi)
 
 
 def subsampled_gaussians_epsilon(delta, sampling_prob, noise_multipliers, vdi=1e-4) -> float:
@@ -242,16 +292,7 @@ class HistoryRegularizer(AbstractCoordinateLaws):
 
     def exact_epsilon(self, delta) -> float:
         """The last model's eps(delta) (`history_epsilon` with this run's parameters)."""
-        acc = self.accounting()
-        return history_epsilon(
-            delta,
-            self.steps,
-            acc.sampling_prob,
-            acc.noise_multiplier,
-            float(self.v),
-            dim=self.dim,
-            canary_steps=acc.canary_steps,
-        )
+        return history_epsilon(delta, self.accounting(), v=float(self.v), dim=self.dim)
 
     @classmethod
     def contract_examples(cls) -> dict[str, HistoryRegularizer]:

@@ -49,13 +49,12 @@ from jaxtyping import Array, Float, Int
 from scipy.stats import norm
 
 from advsim import AbstractCoordinateLaws, DPSGDOptions, DPSGDParams
-from advsim.mechanisms.history import subsampled_gaussians_epsilon
+from advsim.mechanisms.history import _run_accounting, subsampled_gaussians_epsilon
 from advsim.validation import (
     as_traced_float,
     check_delta,
     check_int,
     check_positive,
-    check_probability,
 )
 
 __all__ = ["MaliciousRepeaters", "repeaters_epsilon"]
@@ -280,17 +279,10 @@ class MaliciousRepeaters(AbstractCoordinateLaws):
 
     def exact_epsilon(self, delta) -> float:
         """eps(delta) of the last model, batch fluctuations ignored (`repeaters_epsilon`)."""
-        acc = self.accounting()
         return repeaters_epsilon(
-            delta,
-            self.steps,
-            acc.sampling_prob,
-            acc.noise_multiplier,
-            encoding=self.encoding,
-            threshold=float(self.threshold),
+            delta, self.accounting(), encoding=self.encoding, threshold=float(self.threshold),
             amplification=float(self.amplification),
-            canary_steps=acc.canary_steps,
-        )
+        )  # fmt: skip
 
     @classmethod
     def contract_examples(cls) -> dict[str, MaliciousRepeaters]:
@@ -308,8 +300,8 @@ def _check_finite(name, value):
 def repeaters_epsilon(
     delta,
     steps,
-    sampling_prob,
-    noise_multiplier,
+    sampling_prob=None,
+    noise_multiplier=None,
     *,
     encoding: str = "threshold",
     threshold: float | None = None,
@@ -330,28 +322,34 @@ def repeaters_epsilon(
 
     Args:
         delta: $\delta \in (0, 1)$.
-        steps: $T \ge 1$.
+        steps: $T \ge 1$, or an `advsim.Accounting` (then leave `sampling_prob`,
+            `noise_multiplier` and `canary_steps` unset; no learning-rate schedule).
         sampling_prob: $q \in (0, 1]$ (1 for a canary that is always present).
         noise_multiplier: $\sigma > 0$.
         encoding: "threshold" or "amplify".
         threshold: tau in units of eta C (default $1 + 3\sigma$).
         amplification: V.
-        canary_steps: the 1-indexed steps that can carry the canary (default all).
+        canary_steps: the 1-indexed steps that can carry the canary, distinct, in
+            $[1, T]$ (default all).
         value_discretization_interval: the PLD grid spacing.
 
     Returns:
         eps >= 0.
+
+    Raises:
+        ValueError: a value out of range or an unknown `encoding` (the message names it);
+            an `Accounting` with a learning-rate schedule.
+        TypeError: an `Accounting` together with numbers, or numbers missing.
 
     Example:
         >>> round(repeaters_epsilon(1e-5, 30, 0.01, 0.5), 2)  # composition: 5.13
         3.85
     """
     delta = check_delta("delta", delta)
-    steps = check_int("steps", steps, minimum=1)
-    q = check_probability("sampling_prob", sampling_prob)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    run = _run_accounting("repeaters_epsilon", steps, sampling_prob, noise_multiplier, canary_steps)
+    steps, q, sigma = run.steps, run.sampling_prob, run.noise_multiplier
+    canary = set(run.canary_steps)
     v = check_positive("amplification", amplification)
-    canary = set(range(1, steps + 1) if canary_steps is None else canary_steps)
     vdi = check_positive("value_discretization_interval", value_discretization_interval)
     if encoding == "amplify":
         scales = [

@@ -24,7 +24,7 @@ import pytest
 import scipy.stats
 
 import advsim
-from advsim import CanarySchedule, run_mechanism
+from advsim import Accounting, CanarySchedule, run_mechanism
 from advsim.adversaries import CoordinateLikelihoodRatio
 from advsim.audits import audit
 from advsim.bounds import composition_epsilon, heuristic_epsilon
@@ -122,6 +122,22 @@ def test_exact_epsilon_method_passes_its_parameters():
     assert mech.exact_epsilon(1e-5) == expected
     s1 = history_noise_scales(2, 2.0, 3.0)[1]
     assert expected == pytest.approx(heuristic_epsilon(1e-5, 1, 1.0, s1), abs=1e-3)
+
+
+def test_history_epsilon_takes_an_accounting_and_refuses_what_it_cannot_read():
+    """An `Accounting` gives the numbers' value; a schedule, numbers beside it, and canary
+    steps outside [1, T] are refused by name (they were read as "no canary there")."""
+    numbers = history_epsilon(1e-5, 4, 0.3, 1.5, 2.0, canary_steps=(1, 3))
+    acc = Accounting(4, 0.3, 1.5, (1, 3))
+    assert history_epsilon(1e-5, acc, v=2.0) == numbers
+    with pytest.raises(ValueError, match="learning-rate schedule"):
+        history_epsilon(1e-5, Accounting(4, 0.3, 1.5, (1, 3), step_sizes=(1, 1, 2, 2)), v=2.0)
+    with pytest.raises(TypeError, match="not both .*noise_multiplier"):
+        history_epsilon(1e-5, acc, noise_multiplier=1.5, v=2.0)
+    with pytest.raises(TypeError, match="missing v"):
+        history_epsilon(1e-5, acc)
+    with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 4\]"):
+        history_epsilon(1e-5, 4, 0.3, 1.5, 2.0, canary_steps=(0, 3))
 
 
 def test_validation():

@@ -30,7 +30,7 @@ import pytest
 import scipy.stats
 
 import advsim
-from advsim import CanarySchedule, run_mechanism
+from advsim import Accounting, CanarySchedule, run_mechanism
 from advsim.adversaries import RepeaterDecoder
 from advsim.audits import audit
 from advsim.bounds import composition_epsilon, heuristic_epsilon
@@ -170,6 +170,21 @@ def test_exact_epsilon_against_composition():
     mech = MaliciousRepeaters(4, q, sigma, threshold=2.0, canary_schedule=CanarySchedule.every(2))
     expected = repeaters_epsilon(delta, 4, q, sigma, threshold=2.0, canary_steps=(1, 3))
     assert mech.exact_epsilon(delta) == expected
+
+
+def test_repeaters_epsilon_takes_an_accounting_and_refuses_what_it_cannot_read():
+    """An `Accounting` gives the numbers' value (both encodings); a schedule and canary
+    steps outside [1, T] are refused by name."""
+    acc = Accounting(5, 0.2, 0.8, (2, 5))
+    for kw in ({}, {"encoding": "amplify", "amplification": 10.0}):
+        numbers = repeaters_epsilon(1e-5, 5, 0.2, 0.8, canary_steps=(2, 5), **kw)
+        assert repeaters_epsilon(1e-5, acc, **kw) == numbers
+    with pytest.raises(ValueError, match="learning-rate schedule"):
+        repeaters_epsilon(1e-5, Accounting(5, 0.2, 0.8, (2, 5), step_sizes=(1, 1, 1, 1, 2)))
+    with pytest.raises(TypeError, match="missing noise_multiplier"):
+        repeaters_epsilon(1e-5, 5, 0.2)
+    with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 5\]"):
+        repeaters_epsilon(1e-5, 5, 0.2, 0.8, canary_steps=(2, 6))
 
 
 def test_default_batch_is_large_enough_and_fixed_batching():
