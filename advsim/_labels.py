@@ -30,6 +30,9 @@ Every epsilon-valued column of a table the toolkit writes (a sweep's or an audit
   a coarser grid's epsilon, `exact_h`, `exact_h2`): what it is, in `<column>_kind` (a
   diagnostic is called one there).
 
+A column whose rows hold only flags or words (bools, strings that spell no number) is no
+epsilon, whatever its name: the names above are read only where a value may be a number.
+
 `add_labels` inserts the labels that follow from a column's name and its row (point
 estimates, bounds, the flag above the exact epsilon) beside their columns; `label_problems`
 states what a table still lacks (an exact epsilon's error and kind come from the
@@ -41,6 +44,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, MutableMapping, Sequence
+
+import numpy as np
 
 __all__ = [
     "POINT_LABEL",
@@ -202,8 +207,10 @@ def label_problems(
     Args:
         columns: the table's column names.
         rows: its rows; with them, a guarantee label that starts with "assumes" requires
-            the verdict column too, and a point estimate's label must call it an estimate
-            (without rows, only the column names are checked).
+            the verdict column too, a point estimate's label must call it an estimate, and
+            a column whose values are all flags or words (bools, strings that are no
+            number; None and "" aside) holds no epsilon, whatever its name (without rows,
+            only the column names are checked).
         exact: check that every exact epsilon has its error and kind beside it (False:
             a table that declares why its exact columns have none, `exact_error_missing`).
 
@@ -220,6 +227,8 @@ def label_problems(
     present, problems = set(columns), []
     composition = bool(present & {"composition", "eps_composition"})
     for column in columns:
+        if _holds_no_number(column, rows):
+            continue
         if (m := _estimate(column)) is not None:
             problems += _estimate_problems(column, m, present, rows, composition)
         elif (b := _bound(column)) is not None:
@@ -251,6 +260,25 @@ def label_problems(
                 f"named {column}_kind)"
             )
     return problems
+
+
+def _holds_no_number(column: str, rows: Sequence[Mapping]) -> bool:
+    """Whether the rows give `column` values and none is a number: flags (`True`, "False")
+    and words hold no epsilon (a CSV's strings are read as the numbers they spell)."""
+    values = [v for r in rows if (v := r.get(column)) is not None and v != ""]
+    return bool(values) and all(_flag_or_word(v) for v in values)
+
+
+def _flag_or_word(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if not isinstance(value, str):
+        return False  # a number, or an array or list that may hold epsilons
+    try:
+        float(value)
+    except ValueError:
+        return True  # a word, "True" and "False" (a CSV's flags) among them
+    return False  # "1.5", "nan", "inf": a number a CSV spells
 
 
 def _estimate_problems(column, m, present, rows, composition) -> list[str]:
@@ -297,6 +325,7 @@ def add_labels(columns: Sequence[str], rows: Sequence[MutableMapping] = ()) -> l
     """The columns with the labels that follow from the names and the rows placed right
     after their columns; each row gets their values (a row's own value is kept).
 
+    A column whose values are all flags or words is left as it is (`label_problems`).
     Inserted where missing: a point estimate's `<column>_guarantee` (`POINT_LABEL`), a
     bound's `<column>_assumes` (`bound_label`), and for an `eps_lower` beside the exact
     epsilon, `<column>_above_exact` (True where `eps_lower` exceeds the exact epsilon plus
@@ -328,6 +357,8 @@ def add_labels(columns: Sequence[str], rows: Sequence[MutableMapping] = ()) -> l
             continue
         if column not in out:
             out.append(column)
+        if _holds_no_number(column, rows):
+            continue  # flags and words hold no epsilon (`label_problems`)
         m, b = _estimate(column), _bound(column)
         if m is not None and _is_point(m):
             names = _named_after(column, "guarantee")

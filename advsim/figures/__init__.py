@@ -43,12 +43,14 @@ confidence); an exact epsilon its error and the kind of that error (`exact_error
 `exact_error_kind`, or `<column>_error`, `<column>_error_kind`); a bound (`heuristic`,
 `heuristic_max`, `composition`, `full_batch`, `shifted_interpolation`) what it assumes
 (`<column>_assumes`: the bound's kind, assumptions and reference, as
-`advsim.bounds.LastIterateHeuristic` and the others state them). `run_figure` inserts the
-labels that follow from a column's name and row (point estimates, bounds, the flag above
-the exact epsilon) beside their columns; `label_problems` states what a table still lacks,
-and `run_figure` refuses to finish a figure whose tables lack a label (after writing
-them). A table whose exact columns have no error estimate yet says why in its
-`exact_error_missing` (a string); only their error and kind are then not required.
+`advsim.bounds.LastIterateHeuristic` and the others state them). A column whose values
+are all flags or words (a boolean `claimed`) holds no epsilon, whatever its name.
+`run_figure` inserts the labels that follow from a column's name and row (point
+estimates, bounds, the flag above the exact epsilon) beside their columns;
+`label_problems` states what a table still lacks, and `run_figure` refuses to finish a
+figure whose tables lack a label (after writing them). A table whose exact columns have
+no error estimate yet says why in its `exact_error_missing` (a string); only their error
+and kind are then not required.
 
 Example:
     >>> from advsim.figures import list_figures

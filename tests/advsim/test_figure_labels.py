@@ -84,6 +84,23 @@ def test_labelled_variants_pass():
     assert label_problems(["eps_plateau"]) and label_problems(["eps", "eps_kind"]) == []
 
 
+def test_flag_and_word_columns_hold_no_epsilon_whatever_their_names():
+    """A column named like a bound or an estimate whose rows hold only flags or words
+    (a bool column named after a claim tripped the name rules) needs no label; the same
+    name holding numbers, as Python values or as a CSV spells them, still does."""
+    flags = [{"claims_bound": True}, {"claims_bound": False}, {"claims_bound": None}]
+    assert label_problems(["claims_bound"], flags) == []
+    assert add_labels(["claims_bound"], flags) == ["claims_bound"]
+    words = [{"heuristic": "see the heuristic table"}, {"heuristic": ""}]
+    assert label_problems(["heuristic"], words) == []
+    csv = [{"claims_bound": "False"}, {"claims_bound": "True"}]
+    assert label_problems(["claims_bound"], csv) == []
+    for value in (1.5, "1.5", "nan", "inf"):
+        assert label_problems(["heuristic"], [{"heuristic": value}]), value
+        assert label_problems(["eps_lower"], [{"eps_lower": value}]), value
+    assert label_problems(["heuristic"], [{"heuristic": None}])  # no value read: the name rules
+
+
 def test_run_figure_refuses_a_planted_unlabelled_table(tmp_path, monkeypatch, capsys):
     # A figure whose compute hook returns an eps_lower without a label: the table is
     # written (nothing computed is lost), then the figure fails, naming the column.
