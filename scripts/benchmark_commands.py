@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from advsim._io import provenance, write_json
+from advsim._io import git_commit, provenance, write_json
 from advsim.figures import list_figures
 
 GALLERY_QUICK = "[Gallery](../gallery.md#how-long-each-quick-mode-takes)"
@@ -68,7 +68,9 @@ def _commands(which: str, only: list[str] | None) -> list[tuple[str, list[str], 
 
 
 def _run(argv: list[str], shared_cache: bool) -> dict:
-    """One command in a fresh process: its status, wall and CPU seconds, the load."""
+    """One command in a fresh process: its status, wall and CPU seconds, the load, and the
+    commit it ran (the tree may change during a long run: each command imports it anew)."""
+    commit = git_commit()
     with tempfile.TemporaryDirectory(prefix="advsim-bench-") as tmp:
         env = dict(os.environ)
         env.pop("ADVSIM_NO_COMPILE_CACHE", None)
@@ -87,6 +89,7 @@ def _run(argv: list[str], shared_cache: bool) -> dict:
         proc.stderr.close()
     return {
         "argv": ["advsim", *argv],
+        "git_commit": commit,
         "status": proc.returncode,
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -131,7 +134,8 @@ def main() -> None:
         measured.append({"label": label, "page": page, **_run(argv, args.shared_cache)})
         # after every command: a stopped run keeps what it measured
         write_json(args.out / "commands.json", record)
-    print(f"\nMeasured at commit {record['git_commit']}, {record['created']}, one command "
+    commits = ", ".join(dict.fromkeys(m["git_commit"] for m in measured))
+    print(f"\nMeasured at commit {commits}, {record['created']}, one command "
           f"at a time ({args.out / 'commands.json'}):\n")  # fmt: skip
     print("| command or step | page | measured | conditions |")
     print("|---|---|---|---|")

@@ -7,6 +7,7 @@ that a measurement reads the process's own status and CPU time.
 
 import pytest
 
+from advsim._io import git_commit
 from advsim.figures import list_figures
 
 
@@ -38,5 +39,6 @@ def test_a_row_gives_cpu_and_wall_time_and_the_conditions(load_script):
 def test_a_measurement_reads_the_commands_own_status_and_cpu_time(load_script):
     m = load_script("benchmark_commands")._run(["figure", "--list"], shared_cache=False)
     assert m["argv"] == ["advsim", "figure", "--list"] and m["status"] == 0, m
+    assert m["git_commit"] == git_commit()  # each command's own: the tree may change meanwhile
     assert 0 < m["cpu_s"] and 0 < m["wall_s"] < 300, m  # a Python start-up, in a process
     assert m["stderr_tail"] == ""
