@@ -17,9 +17,11 @@ from scipy.stats import binom, norm
 
 from advsim.bounds import (
     TradeoffCurve,
+    composition_epsilon_from_pld,
     composition_pld,
     composition_tradeoff,
     composition_tradeoff_curve,
+    gdp_epsilon,
     gdp_tradeoff,
     linear_loss_tradeoff,
 )
@@ -55,6 +57,16 @@ def test_composition_at_q1_is_the_gdp_curve(steps, sigma):
     np.testing.assert_allclose(f, exact, atol=5e-5)
     # Sound side: the pessimistic PLD and the finite eps grid only lower the curve.
     assert np.all(f <= exact + 1e-12)
+
+
+@pytest.mark.parametrize("steps,sigma", [(100, 10.0), (50, 2.0)])
+def test_epsilon_of_the_curves_pld_at_q1_is_the_gdp_epsilon(steps, sigma):
+    # The PLD the curves are built from, read at delta: at q = 1 the closed form
+    # sqrt(T)/sigma-GDP (Corollary 3.3 of arXiv:1905.02383), measured within 1e-5 relative
+    # (pessimistic: never below it).
+    eps = composition_epsilon_from_pld(1e-5, steps, 1.0, sigma)
+    exact = gdp_epsilon(1e-5, math.sqrt(steps) / sigma)
+    assert exact <= eps <= exact * (1 + 1e-4)
 
 
 def test_discretization_accuracy_at_paper_scale():

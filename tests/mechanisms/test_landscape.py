@@ -292,6 +292,17 @@ def test_gdp_audit_overshoots_the_exact_epsilon_when_b_is_small():
 # --- the exact law at any T (grid propagation) ----------------------------------------------
 
 
+def test_exact_law_at_t1_and_t2_against_the_closed_forms():
+    # The README's tests' check of the exact law (the slow test below covers more cells):
+    # sigma = 2, B = 4. T = 1 is the Gaussian mechanism, gdp_epsilon(delta, 1 / sigma); T = 2
+    # the closed form of theta_2 (`two_step_epsilon`, a quadrature of its density). Measured
+    # within 3e-6 relative of both (the grid's error is ~1e-4).
+    curve = landscape_epsilon_curve(DELTA, 2, 2.0, 4)
+    assert curve[0] == pytest.approx(gdp_epsilon(DELTA, 0.5), rel=1e-3)
+    assert curve[1] == pytest.approx(two_step_epsilon(DELTA, 2.0, 4), rel=1e-3)
+    assert landscape_epsilon(DELTA, 2, 2.0, 4) == pytest.approx(curve[1], rel=1e-6)
+
+
 @pytest.mark.slow
 def test_grid_law_matches_the_closed_forms():
     # T = 1: the Gaussian mechanism (gdp_epsilon); T = 2: the closed form of theta_2, in
