@@ -1,0 +1,196 @@
+"""Planted errors: does a 2% error in each public epsilon function fail the fast tests?
+
+The rule it checks: every engine and bound keeps a fast check against an independent
+reference, so that a 2% error in any of them fails `pytest` without `-m slow`. For each
+public function of `advsim.bounds`, `advsim.exact` and `advsim.mechanisms` whose name says
+it computes a privacy quantity (epsilon, delta, mu, rdp, a bound, a calibrated sigma), the
+fast test files that name it run with the function's results multiplied by `--factor`
+(1.02): floats, numpy and jax arrays (tracers too, so jitted callers see it), lists,
+tuples and dicts of them, and the `epsilon`/`mu`/`rho`/`epsilons` fields of a result
+object. Every reference to the function in every loaded module is replaced, so callers
+that imported it by name see the error too. A function is *caught* when the tests fail,
+*missed* when they pass. A missed one is re-run at factor 1 first, so a failure comes from
+the number, not from the wrapping.
+
+This file is also the pytest plugin that does the planting (`-p planted_errors`, with
+`scripts/` on `PYTHONPATH` and the function in `ADVSIM_PLANT=module:name`).
+
+Usage: python scripts/planted_errors.py [--factor 1.02] [--only NAME ...] [--out DIR]
+Writes `--out/planted_errors.json` (atomically, after each function) with the config,
+versions and commit, and prints a table. A measurement run by hand (minutes: each function
+runs the test files that name it, `-x -n 2`), not in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import os
+import sys
+
+_PLANT = os.environ.get("ADVSIM_PLANT")
+_FACTOR = float(os.environ.get("ADVSIM_PLANT_FACTOR", "1.02"))
+_FIELDS = ("epsilon", "epsilons", "mu", "rho")
+#: Name parts of the functions checked (public names of the three packages).
+_WORDS = ("epsilon", "delta", "mu", "rdp", "calibrate", "bound")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _scaled(value, factor: float):
+    """`value` with every float it holds multiplied by `factor` (see the module docstring)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, list):
+        return [_scaled(v, factor) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_scaled(v, factor) for v in value)
+    if isinstance(value, dict):
+        return {k: _scaled(v, factor) for k, v in value.items()}
+    if isinstance(value, float):
+        return type(value)(value * factor)
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        return value * factor if value.dtype.kind == "f" else value
+    held = [f for f in _FIELDS if isinstance(getattr(value, f, None), float)
+            or hasattr(getattr(value, f, None), "dtype")]  # fmt: skip
+    if held:
+        value = copy.copy(value)
+        for f in held:
+            object.__setattr__(value, f, _scaled(getattr(value, f), factor))
+    return value
+
+
+def plant(spec: str, factor: float) -> int:
+    """Replaces the function `spec` ("module:name") everywhere it is referenced by one whose
+    results are scaled by `factor`; returns the number of references replaced."""
+    module_name, name = spec.split(":")
+    original = getattr(importlib.import_module(module_name), name)
+    if getattr(original, "__planted__", False):
+        raise RuntimeError(f"{spec} is planted already")
+
+    @functools.wraps(original)
+    def planted(*args, **kwargs):
+        return _scaled(original(*args, **kwargs), factor)
+
+    planted.__planted__ = True
+    for package in ("advsim", "advsim.bounds", "advsim.exact", "advsim.mechanisms",
+                    "advsim.audits", "advsim.adversaries", "advsim.experiment",
+                    "advsim.figures", "advsim.testing"):  # fmt: skip
+        importlib.import_module(package)  # every holder loaded before the swap
+    replaced = 0
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None) or {}
+        for key, value in list(namespace.items()):
+            if value is original:
+                setattr(module, key, planted)
+                replaced += 1
+    return replaced
+
+
+if _PLANT and __name__ != "__main__":  # loaded by pytest as the plugin
+    plant(_PLANT, _FACTOR)
+
+
+def targets() -> list[str]:
+    """"module:name" of every public function checked, in the packages' `__all__` order."""
+    import inspect
+
+    import advsim.bounds
+    import advsim.exact
+    import advsim.mechanisms
+
+    found = []
+    for package in (advsim.bounds, advsim.exact, advsim.mechanisms):
+        for name in package.__all__:
+            obj = getattr(package, name)
+            if inspect.isfunction(obj) and any(w in name for w in _WORDS):
+                found.append(f"{obj.__module__}:{name}")
+    return list(dict.fromkeys(found))
+
+
+def test_files(name: str) -> list[str]:
+    """The test files that name `name` as a word (sorted, relative to the repository; the
+    scripts' own tests, under tests/scripts, are not a bound's tests)."""
+    import re
+    from pathlib import Path
+
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    tests = os.path.join(REPO, "tests")
+    found = []
+    for folder, _, files in os.walk(tests):
+        if os.path.relpath(folder, tests).split(os.sep)[0] == "scripts":
+            continue
+        for file in files:
+            path = os.path.join(folder, file)
+            if file.endswith(".py") and pattern.search(Path(path).read_text(encoding="utf-8")):
+                found.append(os.path.relpath(path, REPO))
+    return sorted(found)
+
+
+def run_tests(spec: str, files: list[str], factor: float) -> dict:
+    """The fast tests of `files` with `spec` planted at `factor`: pytest's status and summary."""
+    import subprocess
+    import time
+
+    env = dict(os.environ, ADVSIM_PLANT=spec, ADVSIM_PLANT_FACTOR=repr(factor))
+    env["PYTHONPATH"] = os.path.join(REPO, "scripts") + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "2", "-p", "no:cacheprovider",
+           "-p", "planted_errors", *files]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    return {"status": proc.returncode, "seconds": time.monotonic() - start,
+            "summary": lines[-1] if lines else proc.stderr[-300:]}  # fmt: skip
+
+
+def check(spec: str, factor: float) -> dict:
+    """One function: caught, missed, or why neither (no test names it; fails unplanted)."""
+    files = test_files(spec.split(":")[1])
+    if not files:
+        return {"function": spec, "verdict": "no test file names it", "files": []}
+    planted = run_tests(spec, files, factor)
+    if planted["status"] == 0:
+        verdict = "missed"
+    elif planted["status"] in (1, 2) and "failed" in planted["summary"]:
+        baseline = run_tests(spec, files, 1.0)
+        verdict = "caught" if baseline["status"] == 0 else "fails unplanted too"
+    else:
+        verdict = f"error (pytest status {planted['status']})"
+    return {"function": spec, "verdict": verdict, "files": files, **planted}
+
+
+def main() -> None:
+    import argparse
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from advsim._io import provenance, write_json
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--factor", type=float, default=1.02, help="the planted error (1.02)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="these function names only")
+    parser.add_argument("--out", type=Path, default=Path("advsim-results/planted-errors"))
+    args = parser.parse_args()
+    if not (args.factor > 0 and args.factor != 1):
+        parser.error(f"--factor must be > 0 and not 1, got {args.factor}")
+    chosen = [t for t in targets() if not args.only or t.split(":")[1] in args.only]
+    if not chosen:
+        parser.error(f"--only names no checked function: {args.only}")
+    results = []
+    record = {**provenance({"factor": args.factor, "only": args.only}), "results": results}
+    args.out.mkdir(parents=True, exist_ok=True)
+    for spec in tqdm(chosen, desc="functions", unit="function"):
+        results.append(check(spec, args.factor))
+        write_json(args.out / "planted_errors.json", record)
+    print(f"\n| function | a {args.factor:g}x error | tests |\n|---|---|---|")
+    for r in results:
+        print(f"| `{r['function']}` | {r['verdict']} | {r.get('summary', '')} |")
+    missed = [r["function"] for r in results if r["verdict"] != "caught"]
+    if missed:
+        print(f"\nnot caught: {missed}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""`scripts/planted_errors.py`: the scaling it plants, the functions it checks, and one real
+check (a planted error the bound's own tests catch, and pass without)."""
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+
+def test_every_float_a_result_holds_is_scaled_and_nothing_else(load_script):
+    scaled = load_script("planted_errors")._scaled
+
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        epsilon: float
+        steps: int
+
+    assert scaled(2.0, 1.5) == 3.0 and scaled(np.float32(2.0), 1.5) == np.float32(3.0)
+    assert scaled(True, 1.5) is True and scaled(3, 1.5) == 3 and scaled("eps", 1.5) == "eps"
+    np.testing.assert_allclose(scaled(np.array([1.0, 2.0]), 1.5), [1.5, 3.0])
+    np.testing.assert_allclose(scaled(jnp.array([2.0]), 1.5), [3.0])
+    assert scaled(np.array([1, 2]), 1.5).tolist() == [1, 2]
+    assert scaled([1.0, {"eps": 2.0, "n": 4}, (3.0,)], 2.0) == [2.0, {"eps": 4.0, "n": 4}, (6.0,)]
+    result = Result(epsilon=1.0, steps=3)
+    assert scaled(result, 2.0) == Result(epsilon=2.0, steps=3)
+    assert result.epsilon == 1.0  # a copy is scaled, the original is left alone
+
+
+def test_the_checked_functions_are_the_public_epsilon_functions(load_script):
+    targets = load_script("planted_errors").targets()
+    for spec in ("advsim.bounds._composition:composition_epsilon",
+                 "advsim.exact._api:last_iterate_epsilon",
+                 "advsim.mechanisms.history:history_epsilon",
+                 "advsim.mechanisms.landscape:landscape_epsilon_curve"):  # fmt: skip
+        assert spec in targets
+    assert len(targets) >= 40 and len(set(targets)) == len(targets)
+    assert not any(name.endswith((":ThresholdLandscape", ":Accounting")) for name in targets)
+
+
+@pytest.mark.slow  # two pytest runs of one test file (~20 s)
+def test_a_planted_error_in_a_bound_is_caught_by_its_tests(load_script):
+    bench = load_script("planted_errors")
+    result = bench.check("advsim.bounds._langevin:langevin_rdp", 1.02)
+    assert result["files"] == ["tests/advsim/test_bounds_langevin.py"]
+    assert result["verdict"] == "caught", result
