@@ -67,3 +67,22 @@ def randomized_response_epsilon(eps: float, delta: float) -> float:
     delta(e') = max(0, p - e^{e'} (1 - p)) (the set {1} is optimal), so
     eps(delta) = log(e^eps - delta (1 + e^eps)) (clamped at 0)."""
     return max(0.0, math.log(math.exp(eps) - delta * (1 + math.exp(eps))))
+
+
+def clopper_pearson_reference(k, n: int, level: float):
+    """The one-sided Clopper-Pearson upper bound on a rate with `k` of `n` events, failing
+    with probability `level`: the (1 - level) quantile of Beta(k + 1, n - k), scipy's (1
+    when k = n)."""
+    k = np.asarray(k)
+    return np.where(k < n, scipy.stats.beta.ppf(1 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+
+
+def eps_delta_reference(fpr_upper, fnr_upper, delta: float):
+    """The largest eps that the rate bounds exclude by the two (eps, delta)-DP
+    inequalities FPR + e^eps FNR >= 1 - delta and FNR + e^eps FPR >= 1 - delta (Kairouz,
+    Oh, Viswanath, arXiv:1311.0776), solved for eps (-inf where neither excludes any)."""
+    fpr, fnr = np.asarray(fpr_upper, np.float64), np.asarray(fnr_upper, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr = np.log((1 - fnr) - delta) - np.log(fpr)
+        tnr = np.log((1 - fpr) - delta) - np.log(fnr)
+    return np.maximum(np.nan_to_num(tpr, nan=-np.inf), np.nan_to_num(tnr, nan=-np.inf))

@@ -94,6 +94,13 @@ def test_from_scores_held_out_and_explicit():
     # (closed form); 20_000 runs per world put it inside the 90% interval.
     low, high = fixed.credible_interval
     assert low < 4.767 < high
+    # The same interval as the counts' own (numpy's counts at tau, then bayesian_estimate,
+    # checked against a Monte Carlo oracle above): the audit adds only the counting.
+    cin, cout = np.asarray(s.canary_in), np.asarray(s.canary_out)
+    fp, fn = int(np.sum(cout >= 3.0)), int(np.sum(cin < 3.0))
+    direct = bayesian_estimate(tp=cin.size - fn, fn=fn, fp=fp, tn=cout.size - fp, delta=DELTA)
+    assert fixed.credible_interval == direct.credible_interval
+    assert fixed.eps_median == direct.eps_median
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from advsim import Scores
 from advsim.audits import EpsDeltaAudit
 
 from ._helpers import (
+    clopper_pearson_reference,
+    eps_delta_reference,
     gaussian_scores,
     randomized_response_epsilon,
     randomized_response_scores,
@@ -113,15 +115,10 @@ def test_split_audit_equals_a_naive_reimplementation():
     sel_in, cnt_in = np.sort(cin[p_in[: cin.size // 2]]), cin[p_in[cin.size // 2 :]]
     sel_out, cnt_out = np.sort(cout[p_out[: cout.size // 2]]), cout[p_out[cout.size // 2 :]]
 
-    def upper(k, n, a):
-        k = np.asarray(k)
-        return np.where(k < n, scipy.stats.beta.ppf(1 - a, k + 1, np.maximum(n - k, 1)), 1.0)
+    upper = clopper_pearson_reference
 
     def eps_of(fpr, fnr):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tpr = np.log((1 - fnr) - DELTA) - np.log(fpr)
-            tnr = np.log((1 - fpr) - DELTA) - np.log(fnr)
-        return np.maximum(np.nan_to_num(tpr, nan=-np.inf), np.nan_to_num(tnr, nan=-np.inf))
+        return eps_delta_reference(fpr, fnr, DELTA)
 
     cands = candidate_thresholds(sel_in, sel_out)
     fp = np.array([np.sum(sel_out >= t) for t in cands])

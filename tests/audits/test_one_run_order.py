@@ -229,6 +229,10 @@ def test_the_audit_counts_the_mistakes_of_its_most_confident_guesses():
     result = one_run_order_audit(scores, included, delta=DELTA, r=1000)
     top = np.argsort(-np.abs(scores))[:1000]
     assert result.u == int(np.sum((scores[top] > 0) != included[top]))
+    # Its numbers are those of its (n, r, u) at level 1 - confidence, by the function
+    # checked against RESULTS.txt above.
+    expected = one_run_order_epsilon(10_000, 1000, result.u, delta=DELTA, level=0.05)
+    assert (result.eps_lower, result.mu_lower) == pytest.approx(expected, rel=1e-12)
     truth = gdp_epsilon(DELTA, 2.0)
     assert 0.8 * truth < result.eps_lower < truth and result.mu_lower < 2.0
     with pytest.raises(ValueError, match=r"r must be in \[1, n\]"):

@@ -26,6 +26,8 @@ from advsim.audits import (
 from advsim.audits._tradeoff import _Search
 from advsim.bounds import gdp_epsilon, gdp_mu, gdp_tradeoff
 
+from ._helpers import clopper_pearson_reference, eps_delta_reference
+
 DELTA = 1e-5
 
 
@@ -103,6 +105,46 @@ def test_sound_and_tight_on_the_worst_pair(target):
     assert r.extras["eps_algorithm2"] >= r.eps_point
     assert r.rigorous and r.method == "tradeoff" and r.fpr_upper >= r.fpr
     assert r.guarantee.assumption == "none" and "composition-equivalent" in r.guarantee.certified
+
+
+def test_eps_lower_is_the_held_out_eps_delta_bound_of_its_witnesses():
+    # eps_lower recomputed independently from the audit's witness thresholds: the same
+    # split (default_rng(seed), canary_in then canary_out, the permutation's first n // 2
+    # choose), the held-out counts at each witness, Clopper-Pearson upper bounds from
+    # scipy's beta at level (1 - c) / (2 m) for m witnesses, and the two (eps, delta)
+    # inequalities solved for eps (Kairouz et al., arXiv:1311.0776); eps_lower is the
+    # largest, reported with its threshold and rates. Only the witnesses come from the
+    # audit (they are chosen on the other half; their choice is checked by the
+    # soundness and tightness tests above).
+    mu, n = gdp_mu(2.0, DELTA), 4000
+    rng = np.random.default_rng(7)
+    s = Scores(rng.normal(mu, 1, n), rng.normal(0, 1, n))
+    c, seed = 0.9, 3
+    audit = TradeoffAudit(confidence=c, seed=seed, num_thresholds=3)
+    r = audit(s, delta=DELTA, accounting=_gdp_accounting(mu))
+    split = np.random.default_rng(seed)
+    cnt_in = np.asarray(s.canary_in, np.float64)[split.permutation(n)[n // 2 :]]
+    cnt_out = np.asarray(s.canary_out, np.float64)[split.permutation(n)[n // 2 :]]
+    tau = np.asarray(r.extras["witness_thresholds"])
+    m = tau.size
+    assert m == r.extras["num_thresholds"] >= 2
+    fp = np.sum(cnt_out[:, None] >= tau, axis=0)
+    fn = np.sum(cnt_in[:, None] < tau, axis=0)
+    a = (1 - c) / 2 / m
+    fpr_ub, fnr_ub = clopper_pearson_reference(fp, cnt_out.size, a), clopper_pearson_reference(
+        fn, cnt_in.size, a
+    )
+    eps = eps_delta_reference(fpr_ub, fnr_ub, DELTA)
+    best = int(np.argmax(eps))
+    assert eps[best] > 0.5  # a real bound is read (measured 0.761), not the clamp at 0
+    assert r.eps_lower == pytest.approx(float(eps[best]), rel=1e-10)
+    assert r.threshold == tau[best]
+    assert (r.fpr_upper, r.fnr_upper) == pytest.approx((fpr_ub[best], fnr_ub[best]), rel=1e-10)
+    assert (r.fpr, r.fnr) == (fp[best] / cnt_out.size, fn[best] / cnt_in.size)
+    # The function is the class with its keywords: the same numbers.
+    same = tradeoff_audit(s, delta=DELTA, accounting=_gdp_accounting(mu), confidence=c,
+                          seed=seed, num_thresholds=3)  # fmt: skip
+    assert (same.eps_lower, same.eps_point, same.threshold) == (r.eps_lower, r.eps_point, tau[best])
 
 
 def test_no_leakage_gives_zero():
