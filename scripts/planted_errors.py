@@ -3,12 +3,16 @@
 The rule it checks: every engine and bound keeps a fast check against an independent
 reference, so that a 2% error in any of them fails `pytest` without `-m slow`. For each
 public function of `advsim.bounds`, `advsim.exact` and `advsim.mechanisms` whose name says
-it computes a privacy quantity (epsilon, delta, mu, rdp, a bound, a calibrated sigma), the
-fast test files that name it run with the function's results multiplied by `--factor`
-(1.02): floats, numpy and jax arrays (tracers too, so jitted callers see it), lists,
-tuples and dicts of them, and the `epsilon`/`mu`/`rho`/`epsilons` fields of a result
-object. Every reference to the function in every loaded module is replaced, so callers
-that imported it by name see the error too. A function is *caught* when the tests fail,
+it computes a privacy quantity (epsilon, delta, mu, rdp, a bound, a calibrated sigma), for
+each audit class of `advsim.audits.AUDITS` (its result's `eps_lower`) and for each public
+function of `advsim.audits` that returns an epsilon, a mu, a rate bound, a p-value, a
+metric or a result holding one, the fast test files that name it run with its results
+multiplied by `--factor` (1.02): floats, numpy and jax arrays (tracers too, so jitted
+callers see it), lists, tuples and dicts of them, and the number fields of a result object
+(`epsilon`, `mu`, `rho`, `epsilons`, `eps_lower`, `mu_lower`, `eps_median`,
+`credible_interval`, ...). Every reference to the function in every loaded module is
+replaced, so callers that imported it by name see the error too (an audit class has its
+`__call__` replaced). A function is *caught* when the tests fail,
 *missed* when they pass. A missed one is re-run at factor 1 first, so a failure comes from
 the number, not from the wrapping.
 
@@ -31,9 +35,18 @@ import sys
 
 _PLANT = os.environ.get("ADVSIM_PLANT")
 _FACTOR = float(os.environ.get("ADVSIM_PLANT_FACTOR", "1.02"))
-_FIELDS = ("epsilon", "epsilons", "mu", "rho")
+_FIELDS = ("epsilon", "epsilons", "mu", "rho", "eps_lower", "mu_lower", "eps_median",
+           "credible_interval", "eps_equivalent", "mu_star", "value", "low", "high")
 #: Name parts of the functions checked (public names of the three packages).
 _WORDS = ("epsilon", "delta", "mu", "rdp", "calibrate", "bound")
+#: Name parts of the audits' functions checked (`advsim.audits`): those that return an
+#: epsilon, a mu, a rate bound, a p-value or a metric, or a result holding one.
+_AUDIT_WORDS = ("eps", "mu", "p_value", "probability", "clopper", "audit", "certify",
+                "estimate", "auroc", "tpr_at_fpr", "accuracy", "margin", "channel")
+#: Not checked: an audit class, two channel objects, and a margin read only by its sign
+#: (its scale changes no result; `one_run_gdp_mu` and `one_run_fdp_audit` are checked).
+_NOT_NUMBERS = ("get_audit", "gaussian_channel", "subsampled_gaussian_channel",
+                "fdp_one_run_margin")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -51,8 +64,7 @@ def _scaled(value, factor: float):
         return type(value)(value * factor)
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         return value * factor if value.dtype.kind == "f" else value
-    held = [f for f in _FIELDS if isinstance(getattr(value, f, None), float)
-            or hasattr(getattr(value, f, None), "dtype")]  # fmt: skip
+    held = [f for f in _FIELDS if _holds_floats(getattr(value, f, None))]
     if held:
         value = copy.copy(value)
         for f in held:
@@ -60,13 +72,34 @@ def _scaled(value, factor: float):
     return value
 
 
+def _holds_floats(field) -> bool:
+    """Whether a result's field is a float, a float array, or a tuple of floats."""
+    if isinstance(field, tuple) and field and not hasattr(field, "_fields"):
+        return all(isinstance(v, float) for v in field)
+    return (isinstance(field, float) and not isinstance(field, bool)) or (
+        hasattr(field, "dtype") and getattr(field.dtype, "kind", "") == "f"
+    )
+
+
 def plant(spec: str, factor: float) -> int:
     """Replaces the function `spec` ("module:name") everywhere it is referenced by one whose
-    results are scaled by `factor`; returns the number of references replaced."""
+    results are scaled by `factor`; returns the number of references replaced. An audit
+    class (`spec` names a class) has its `__call__` replaced instead, so every instance's
+    result (its `eps_lower`) is scaled; returns 1."""
     module_name, name = spec.split(":")
     original = getattr(importlib.import_module(module_name), name)
     if getattr(original, "__planted__", False):
         raise RuntimeError(f"{spec} is planted already")
+    if isinstance(original, type):
+        call = original.__call__
+
+        @functools.wraps(call)
+        def planted_call(self, *args, **kwargs):
+            return _scaled(call(self, *args, **kwargs), factor)
+
+        type.__setattr__(original, "__call__", planted_call)
+        type.__setattr__(original, "__planted__", True)
+        return 1
 
     @functools.wraps(original)
     def planted(*args, **kwargs):
@@ -95,6 +128,7 @@ def targets() -> list[str]:
     """"module:name" of every public function checked, in the packages' `__all__` order."""
     import inspect
 
+    import advsim.audits
     import advsim.bounds
     import advsim.exact
     import advsim.mechanisms
@@ -105,6 +139,12 @@ def targets() -> list[str]:
             obj = getattr(package, name)
             if inspect.isfunction(obj) and any(w in name for w in _WORDS):
                 found.append(f"{obj.__module__}:{name}")
+    found += [f"{cls.__module__}:{cls.__name__}" for cls in advsim.audits.AUDITS.values()]
+    for name in advsim.audits.__all__:
+        obj = getattr(advsim.audits, name)
+        if (inspect.isfunction(obj) and any(w in name for w in _AUDIT_WORDS)
+                and name not in _NOT_NUMBERS):  # fmt: skip
+            found.append(f"{obj.__module__}:{name}")
     return list(dict.fromkeys(found))
 
 

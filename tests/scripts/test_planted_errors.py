@@ -26,21 +26,44 @@ def test_every_float_a_result_holds_is_scaled_and_nothing_else(load_script):
     assert scaled(result, 2.0) == Result(epsilon=2.0, steps=3)
     assert result.epsilon == 1.0  # a copy is scaled, the original is left alone
 
+    @dataclasses.dataclass(frozen=True)
+    class Audit:
+        eps_lower: float
+        credible_interval: tuple
+        threshold: float
+        n_in: int
+
+    assert scaled(Audit(1.0, (0.5, 2.0), 3.0, 10), 2.0) == Audit(2.0, (1.0, 4.0), 3.0, 10)
+
 
 def test_the_checked_functions_are_the_public_epsilon_functions(load_script):
     targets = load_script("planted_errors").targets()
     for spec in ("advsim.bounds._composition:composition_epsilon",
                  "advsim.exact._api:last_iterate_epsilon",
                  "advsim.mechanisms.history:history_epsilon",
-                 "advsim.mechanisms.landscape:landscape_epsilon_curve"):  # fmt: skip
+                 "advsim.mechanisms.landscape:landscape_epsilon_curve",
+                 "advsim.audits._tradeoff:TradeoffAudit",
+                 "advsim.audits._threshold:clopper_pearson_upper",
+                 "advsim.audits._one_run_order:one_run_order_audit"):  # fmt: skip
         assert spec in targets
-    assert len(targets) >= 40 and len(set(targets)) == len(targets)
-    assert not any(name.endswith((":ThresholdLandscape", ":Accounting")) for name in targets)
+    assert len(targets) >= 65 and len(set(targets)) == len(targets)
+    assert not any(name.endswith((":ThresholdLandscape", ":Accounting", ":get_audit",
+                                  ":gaussian_channel", ":fdp_one_run_margin"))
+                   for name in targets)  # fmt: skip
 
 
-@pytest.mark.slow  # two pytest runs of one test file (~20 s)
-def test_a_planted_error_in_a_bound_is_caught_by_its_tests(load_script):
+@pytest.mark.slow  # two pytest runs of one or two test files each (~20 s each)
+@pytest.mark.parametrize(
+    "spec, files",
+    [
+        ("advsim.bounds._langevin:langevin_rdp", ["tests/advsim/test_bounds_langevin.py"]),
+        # An audit class: its __call__ is planted, so its results' eps_lower is scaled.
+        ("advsim.audits._tradeoff:TradeoffAudit",
+         ["tests/audits/test_contract.py", "tests/audits/test_tradeoff.py"]),
+    ],
+)  # fmt: skip
+def test_a_planted_error_is_caught_by_its_tests(load_script, spec, files):
     bench = load_script("planted_errors")
-    result = bench.check("advsim.bounds._langevin:langevin_rdp", 1.02)
-    assert result["files"] == ["tests/advsim/test_bounds_langevin.py"]
+    result = bench.check(spec, 1.02)
+    assert result["files"] == files
     assert result["verdict"] == "caught", result
