@@ -12,7 +12,8 @@ callers see it), lists, tuples and dicts of them, and the number fields of a res
 (`epsilon`, `mu`, `rho`, `epsilons`, `eps_lower`, `mu_lower`, `eps_median`,
 `credible_interval`, ...). Every reference to the function in every loaded module is
 replaced, so callers that imported it by name see the error too (an audit class has its
-`__call__` replaced). A function is *caught* when the tests fail,
+`__call__` replaced; `advsim.audits.jax_privacy.CanaryScoreAuditor`'s epsilon methods are
+replaced on the class). A function is *caught* when the tests fail,
 *missed* when they pass. A missed one is re-run at factor 1 first, so a failure comes from
 the number, not from the wrapping.
 
@@ -87,6 +88,20 @@ def plant(spec: str, factor: float) -> int:
     class (`spec` names a class) has its `__call__` replaced instead, so every instance's
     result (its `eps_lower`) is scaled; returns 1."""
     module_name, name = spec.split(":")
+    if "." in name:  # "Class.method": the method is replaced on its class
+        cls_name, method = name.split(".")
+        cls = getattr(importlib.import_module(module_name), cls_name)
+        original = getattr(cls, method)
+        if getattr(original, "__planted__", False):
+            raise RuntimeError(f"{spec} is planted already")
+
+        @functools.wraps(original)
+        def planted_method(self, *args, **kwargs):
+            return _scaled(original(self, *args, **kwargs), factor)
+
+        planted_method.__planted__ = True
+        setattr(cls, method, planted_method)
+        return 1
     original = getattr(importlib.import_module(module_name), name)
     if getattr(original, "__planted__", False):
         raise RuntimeError(f"{spec} is planted already")
@@ -129,6 +144,7 @@ def targets() -> list[str]:
     import inspect
 
     import advsim.audits
+    import advsim.audits.jax_privacy
     import advsim.bounds
     import advsim.exact
     import advsim.mechanisms
@@ -145,6 +161,9 @@ def targets() -> list[str]:
         if (inspect.isfunction(obj) and any(w in name for w in _AUDIT_WORDS)
                 and name not in _NOT_NUMBERS):  # fmt: skip
             found.append(f"{obj.__module__}:{name}")
+    auditor = advsim.audits.jax_privacy.CanaryScoreAuditor  # jax_privacy's twin
+    found += [f"{auditor.__module__}:CanaryScoreAuditor.{name}" for name in vars(auditor)
+              if name.startswith("epsilon") and callable(getattr(auditor, name))]  # fmt: skip
     return list(dict.fromkeys(found))
 
 
@@ -185,7 +204,7 @@ def run_tests(spec: str, files: list[str], factor: float) -> dict:
 
 def check(spec: str, factor: float) -> dict:
     """One function: caught, missed, or why neither (no test names it; fails unplanted)."""
-    files = test_files(spec.split(":")[1])
+    files = test_files(spec.split(":")[1].split(".")[-1])
     if not files:
         return {"function": spec, "verdict": "no test file names it", "files": []}
     planted = run_tests(spec, files, factor)
@@ -214,7 +233,8 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.factor > 0 and args.factor != 1):
         parser.error(f"--factor must be > 0 and not 1, got {args.factor}")
-    chosen = [t for t in targets() if not args.only or t.split(":")[1] in args.only]
+    names = {t: {t.split(":")[1], t.split(":")[1].split(".")[-1]} for t in targets()}
+    chosen = [t for t, known in names.items() if not args.only or known & set(args.only)]
     if not chosen:
         parser.error(f"--only names no checked function: {args.only}")
     results = []
