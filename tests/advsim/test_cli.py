@@ -37,6 +37,9 @@ def test_bound_rejects_bad_sampling_prob(capsys):
 
 
 @pytest.mark.slow
+# The family audit's check (a 5%-level test) rejects its true null (the linear process is
+# in the family) at one of these seeds: expected, and not what this test reads.
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 def test_audit_writes_table_csv_json_and_plot(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(

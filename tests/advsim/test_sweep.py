@@ -311,6 +311,9 @@ def test_bounds_sweep_matches_paper_and_bounds_for(tmp_path):
 
 
 @pytest.mark.slow  # measured 10-17 s: keeps plain `pytest` under 5 minutes
+# Of the 20 cells' family audits (5%-level checks of a true null: the linear process is in
+# the family) one rejects at this seed: expected, and not what this test reads.
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 def test_sigkill_midway_then_resume_gives_the_uninterrupted_table(tmp_path):
     """`advsim sweep` of a 4 x 5 grid killed with SIGKILL after a few
     cells, resumed with --resume, equals an uninterrupted run (every column but the wall
