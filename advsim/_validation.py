@@ -12,11 +12,13 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+import sys
 
 import numpy as np
 
 __all__ = [
     "as_traced_float",
+    "check_canary_steps",
     "check_delta",
     "check_finite",
     "check_in_interval",
@@ -190,6 +192,46 @@ def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None)
         hi = "inf)" if maximum is None else f"{maximum}]"
         raise ValueError(f"{name} must be an integer in [{minimum}, {hi}, got {value!r}")
     return value
+
+
+def check_canary_steps(value, steps: int, *, count: bool) -> int | tuple[int, ...]:
+    """Checks `canary_steps` of a run of `steps` steps: the steps that can carry the
+    canary, 1-indexed (as `advsim.Accounting.canary_steps`), or, where only how many
+    matters (`count=True`: composition, the heuristic, their curves), that number n.
+
+    Args:
+        value: distinct integers in [1, steps] (a sequence or array), or (with `count`)
+            one integer n in [1, steps].
+        steps: T >= 1.
+        count: whether the caller reads only the number of steps.
+
+    Returns:
+        n (with `count`), else the steps, sorted.
+
+    Raises:
+        TypeError: an entry is not an integer; a number where the steps are needed.
+        ValueError: a step outside [1, steps], repeated steps, no step.
+
+    Example:
+        >>> check_canary_steps([3, 1], 4, count=False), check_canary_steps([3, 1], 4, count=True)
+        ((1, 3), 2)
+        >>> check_canary_steps(2, 4, count=True)
+        2
+    """
+    if isinstance(value, np.ndarray | list | tuple | range):
+        entries = value.ravel().tolist() if isinstance(value, np.ndarray) else list(value)
+        chosen = [check_int("each of canary_steps", s, minimum=-sys.maxsize) for s in entries]
+        if not chosen:
+            raise ValueError(f"canary_steps must name at least one step, got {value!r}")
+        if len(set(chosen)) != len(chosen) or min(chosen) < 1 or max(chosen) > steps:
+            raise ValueError(f"canary_steps must be distinct steps in [1, {steps}], got {value!r}")
+        return len(chosen) if count else tuple(sorted(chosen))
+    if not count:
+        raise TypeError(
+            f"canary_steps must be the steps that can carry the canary (distinct integers in "
+            f"[1, {steps}]), not their number: this value depends on which steps; got {value!r}"
+        )
+    return check_int("canary_steps", value, maximum=steps)
 
 
 def check_keywords(caller: str, given, keywords: type) -> None:

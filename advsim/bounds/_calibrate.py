@@ -374,7 +374,8 @@ def calibrate_noise_multiplier(
             loss (~1.5e-15).
         steps: $T \ge 1$.
         sampling_prob: $q \in (0, 1]$.
-        canary_steps: $n \in [1, T]$ (default $T$).
+        canary_steps: $n \in [1, T]$, or those steps (distinct, in $[1, T]$; only their number
+            is read) (default $T$).
         value_discretization_interval: the PLD grid spacing, > 0.
         tol: absolute tolerance on sigma, > 0.
         progress: a tqdm bar (stderr) counting accountant runs after the coarse search,

@@ -417,8 +417,9 @@ def composition_epsilon(
         steps: $T \ge 1$ (bounds `canary_steps`), or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
-            (default $T$); only those steps are composed.
+        canary_steps: $n \in [1, T]$, the number of steps that can sample the canary,
+            or those steps (distinct, in $[1, T]$; only their number is read) (default
+            $T$); only those steps are composed.
         value_discretization_interval: the PLD grid spacing, > 0.
         progress: a tqdm bar (stderr) over the accountant's three stages (build one
             step, compose, compose with the identity), its title an up-front estimate of
@@ -468,7 +469,8 @@ def composition_delta(
         steps: $T \ge 1$, or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$ (default $T$).
+        canary_steps: $n \in [1, T]$, or those steps (distinct, in $[1, T]$; only their number
+            is read) (default $T$).
         value_discretization_interval: the PLD grid spacing, > 0.
         progress: as in `composition_epsilon`.
 

@@ -187,7 +187,8 @@ def full_batch_epsilon(
         steps: $T \ge 1$ (bounds `canary_steps`), or an `advsim.Accounting` (then nothing else).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$, the steps carrying the canary (default $T$).
+        canary_steps: $n \in [1, T]$, the number of steps carrying the canary, or those steps
+            (distinct, in $[1, T]$; only their number is read) (default $T$).
 
     Returns:
         eps >= 0.

@@ -202,8 +202,8 @@ def heuristic_delta(
             `heuristic_epsilon`).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$, the number of steps that can sample the canary
-            (default $T$).
+        canary_steps: $n \in [1, T]$, the number of steps that can sample the canary,
+            or those steps (distinct, in $[1, T]$; only their number is read) (default $T$).
 
     Returns:
         delta in [0, 1].
@@ -269,7 +269,8 @@ def heuristic_epsilon(
             any, is used).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$ (default $T$).
+        canary_steps: $n \in [1, T]$, or those steps (distinct, in $[1, T]$; only their number
+            is read) (default $T$).
 
     Returns:
         eps >= 0.

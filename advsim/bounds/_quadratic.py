@@ -41,7 +41,13 @@ import math
 
 import numpy as np
 
-from advsim._validation import check_delta, check_in_interval, check_int, check_probability
+from advsim._validation import (
+    check_canary_steps,
+    check_delta,
+    check_in_interval,
+    check_int,
+    check_probability,
+)
 from advsim.bounds._mixture import merge_atoms, mixture_epsilon
 
 __all__ = ["quadratic_exact_epsilon", "quadratic_law", "round_support"]
@@ -94,10 +100,8 @@ def _check(steps, sampling_prob, noise_multiplier, alpha, learning_rate, canary_
     lr = check_in_interval("learning_rate", learning_rate, 0.0, math.inf)
     alpha = check_in_interval("alpha", alpha, 0.0, 1.0 / lr, low_closed=True, high_closed=True)
     if canary_steps is None:
-        canary_steps = tuple(range(1, steps + 1))
-    canary = sorted({check_int("canary step", s, minimum=1, maximum=steps) for s in canary_steps})
-    if not canary:
-        raise ValueError("canary_steps must name at least one step, got ()")
+        canary_steps = range(1, steps + 1)
+    canary = list(check_canary_steps(canary_steps, steps, count=False))
     return steps, q, sigma, alpha, lr, canary
 
 
@@ -170,7 +174,8 @@ def quadratic_law(
         noise_multiplier: $\sigma > 0$.
         alpha: the regularizer's strength, $0 \le \eta\alpha \le 1$.
         learning_rate: $\eta > 0$ (Section 4.2 uses 1).
-        canary_steps: the 1-indexed steps that can carry the canary (default all).
+        canary_steps: the 1-indexed steps that can carry the canary, distinct, in $[1, T]$
+            (default all).
         rounding: "exact" (enumerate, merging equal atoms; fails beyond 2^16 atoms),
             "paper" (the rounding of Section 4.2, see the module docstring), "auto"
             (exact when the merged support has at most 2^16 atoms, else "paper") or
@@ -235,7 +240,8 @@ def quadratic_exact_epsilon(
         alpha: $\alpha$ with $0 \le \eta\alpha \le 1$; 0 is the linear loss (the
             heuristic), 1 forgets all but the last step.
         learning_rate: $\eta$ (default 1, as in the paper).
-        canary_steps: the steps that can carry the canary (default all T).
+        canary_steps: the 1-indexed steps that can carry the canary, distinct, in $[1, T]$
+            (default all T).
         rounding: "auto" (default), "exact", "paper" or "fine"; see `quadratic_law`.
 
     Returns:

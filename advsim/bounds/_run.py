@@ -18,7 +18,12 @@ from __future__ import annotations
 from typing import Literal
 
 from advsim._accounting import Accounting
-from advsim._validation import check_int, check_positive, check_probability
+from advsim._validation import (
+    check_canary_steps,
+    check_int,
+    check_positive,
+    check_probability,
+)
 
 __all__ = ["refuse_schedule", "run_parameters"]
 
@@ -54,8 +59,8 @@ def run_parameters(
             `num_canary_steps` is n).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$, the number of steps that can carry the canary
-            (default T).
+        canary_steps: $n \in [1, T]$, the number of steps that can carry the canary, or
+            those steps (distinct, in $[1, T]$; only their number is read) (default T).
         schedule: what to do with an `Accounting` that has a learning-rate schedule
             (`step_sizes`): "refuse" (a ValueError naming it; the default) or "ignore"
             (for a bound that does not depend on the step sizes).
@@ -87,5 +92,5 @@ def run_parameters(
     steps = check_int("steps", steps, minimum=1)
     q = check_probability("sampling_prob", sampling_prob)
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    n = steps if canary_steps is None else check_int("canary_steps", canary_steps, maximum=steps)
+    n = steps if canary_steps is None else check_canary_steps(canary_steps, steps, count=True)
     return steps, q, sigma, n

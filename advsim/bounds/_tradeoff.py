@@ -270,7 +270,8 @@ def composition_tradeoff_curve(
         steps: T >= 1, or an `advsim.Accounting` (then nothing else).
         sampling_prob: q in (0, 1].
         noise_multiplier: sigma > 0.
-        canary_steps: the number of steps that can carry the canary (default T).
+        canary_steps: $n \in [1, T]$, the number of steps that can carry the canary,
+            or those steps (distinct, in $[1, T]$; only their number is read) (default T).
         value_discretization_interval: the PLD grid spacing.
 
     Returns:

@@ -79,7 +79,12 @@ import scipy.stats
 from scipy.special import log_ndtr, ndtr, ndtri
 
 from advsim._accounting import Accounting
-from advsim._validation import check_int, check_positive, check_probability
+from advsim._validation import (
+    check_canary_steps,
+    check_int,
+    check_positive,
+    check_probability,
+)
 from advsim.bounds._heuristic import _binomial_log_atoms, _heuristic_batch
 from advsim.bounds._mixture import _U_MIN
 from advsim.bounds._run import run_parameters
@@ -239,7 +244,7 @@ def _check_common(steps, sampling_prob, noise_multiplier, canary_steps):
     steps = check_int("steps", steps, minimum=1)
     q = check_probability("sampling_prob", sampling_prob)
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    n = steps if canary_steps is None else check_int("canary_steps", canary_steps, maximum=steps)
+    n = steps if canary_steps is None else check_canary_steps(canary_steps, steps, count=True)
     return steps, q, sigma, n
 
 
@@ -283,7 +288,8 @@ def heuristic_curve_lower(steps, sampling_prob=None, noise_multiplier=None, *, c
             any, is used).
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: $n \in [1, T]$, the steps that can carry the canary (default $T$).
+        canary_steps: $n \in [1, T]$, the number of steps that can carry the canary,
+            or those steps (distinct, in $[1, T]$; only their number is read) (default $T$).
 
     Raises:
         ValueError: invalid inputs; at a schedule, an X with too many atoms.
@@ -353,7 +359,8 @@ def heuristic_max_over_steps_curve_lower(
         steps: $T \ge 1$.
         sampling_prob: $q \in (0, 1]$.
         noise_multiplier: $\sigma > 0$.
-        canary_steps: the 1-indexed steps that can carry the canary (default all $T$).
+        canary_steps: the 1-indexed steps that can carry the canary, distinct, in $[1, T]$
+            (default all $T$).
 
     Returns:
         A `LowerCurve`.
@@ -368,9 +375,7 @@ def heuristic_max_over_steps_curve_lower(
     sigma = check_positive("noise_multiplier", noise_multiplier)
     if canary_steps is None:
         canary_steps = range(1, steps + 1)
-    cs = sorted(int(s) for s in canary_steps)
-    if not cs or cs[0] < 1 or cs[-1] > steps:
-        raise ValueError(f"canary_steps must be steps in [1, {steps}], got {list(cs)!r}")
+    cs = check_canary_steps(canary_steps, steps, count=False)
     counts = tuple(int(n) for n in horizon_canary_counts(steps, cs))
     return _max_over_steps_cached(q, sigma, counts)
 
@@ -384,7 +389,8 @@ def composition_curve_lower(
         steps: $T \\ge 1$.
         sampling_prob: $q \\in (0, 1]$.
         noise_multiplier: $\\sigma > 0$.
-        canary_steps: $n \\in [1, T]$, the steps that can carry the canary (default $T$).
+        canary_steps: $n \\in [1, T]$, the number of steps that can carry the canary,
+            or those steps (distinct, in $[1, T]$; only their number is read) (default $T$).
 
     Returns:
         A `LowerCurve` whose `profile` is the composition curve.

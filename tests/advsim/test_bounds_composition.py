@@ -244,10 +244,14 @@ def test_bounds_for_accounting():
 )
 def test_every_bound_accepts_an_accounting(bound):
     # The record of a run in place of (steps, sampling_prob, noise_multiplier,
-    # canary_steps): the same number, bit for bit (only the count of canary steps counts).
+    # canary_steps): the same number, bit for bit (only the count of canary steps counts,
+    # so the steps themselves or their number give it too).
     acc = Accounting(steps=20, sampling_prob=0.1, noise_multiplier=1.5, canary_steps=(1, 5, 9))
     x = 1.0 if "delta" in bound.__name__ else 1e-6
     assert bound(x, acc) == bound(x, 20, 0.1, 1.5, canary_steps=3)
+    assert bound(x, acc) == bound(x, 20, 0.1, 1.5, canary_steps=(1, 5, 9))
+    with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 20\]"):
+        bound(x, 20, 0.1, 1.5, canary_steps=(1, 5, 5))
 
 
 def test_tradeoff_bounds_accept_an_accounting():
@@ -255,6 +259,8 @@ def test_tradeoff_bounds_accept_an_accounting():
     alpha = np.array([0.01, 0.1, 0.5])
     for bound in (linear_loss_tradeoff, composition_tradeoff):
         np.testing.assert_array_equal(bound(alpha, acc), bound(alpha, 20, 0.1, 1.5, canary_steps=3))
+        steps = bound(alpha, 20, 0.1, 1.5, canary_steps=[9, 5, 1])
+        np.testing.assert_array_equal(bound(alpha, acc), steps)
     assert composition_pld(acc) is composition_pld(20, 0.1, 1.5, canary_steps=3)  # cached
 
 

@@ -147,3 +147,9 @@ def test_rounding_argument_validated():
         quadratic_law(20, 0.1, 1.0, 0.5, rounding="exact")
     with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
         quadratic_exact_epsilon(1e-6, 3, 0.1, 1.0, 1.5)
+    # The law depends on which steps carry the canary: their number alone is refused, by
+    # name, and a repeated step is an error (it was merged silently).
+    with pytest.raises(TypeError, match="canary_steps must be the steps .* not their number"):
+        quadratic_exact_epsilon(1e-6, 3, 0.1, 1.0, 0.5, canary_steps=2)
+    with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 3\]"):
+        quadratic_exact_epsilon(1e-6, 3, 0.1, 1.0, 0.5, canary_steps=(1, 1, 3))

@@ -16,6 +16,7 @@ import pytest
 
 from advsim.validation import (
     as_traced_float,
+    check_canary_steps,
     check_delta,
     check_in_interval,
     check_int,
@@ -137,6 +138,30 @@ def test_check_int_accepts_integral_values(value, expected):
     out = check_int("steps", value)
     assert type(out) is int
     assert out == expected
+
+
+def test_check_canary_steps_reads_steps_or_where_allowed_their_number():
+    # One meaning: the steps that can carry the canary (as Accounting.canary_steps); a
+    # function that reads only how many takes that number instead.
+    assert check_canary_steps([3, 1], 4, count=False) == (1, 3)
+    assert check_canary_steps(np.array([4, 2]), 4, count=False) == (2, 4)
+    assert check_canary_steps(range(1, 5), 4, count=True) == 4
+    assert check_canary_steps((2, 4), 4, count=True) == check_canary_steps(2, 4, count=True) == 2
+    with pytest.raises(TypeError, match=re.escape("not their number") + ".*got 2$"):
+        check_canary_steps(2, 4, count=False)
+    for bad in ((1, 1), (0, 2), (2, 5)):
+        with pytest.raises(
+            ValueError, match=_exact(f"canary_steps must be distinct steps in [1, 4], got {bad}")
+        ):
+            check_canary_steps(bad, 4, count=True)
+    with pytest.raises(ValueError, match="at least one step"):
+        check_canary_steps([], 4, count=False)
+    with pytest.raises(TypeError, match="each of canary_steps must be an integer, got 1.5"):
+        check_canary_steps([1.5], 4, count=True)
+    with pytest.raises(
+        ValueError, match=_exact("canary_steps must be an integer in [1, 4], got 5")
+    ):
+        check_canary_steps(5, 4, count=True)
 
 
 # --- the traced-float field -------------------------------------------------------------------

@@ -154,6 +154,9 @@ def test_max_over_steps_curve_is_the_convex_minorant_of_the_horizons():
     eps_curve = EPS_GRID[np.argmax(deltas <= 1e-5)]
     eps_max = heuristic_epsilon_max_over_steps(1e-5, steps, q, sigma)
     assert eps_max <= eps_curve <= eps_max + 0.011  # one grid step
+    # A repeated canary step is an error (it was counted twice in every horizon).
+    with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 5\]"):
+        heuristic_max_over_steps_curve_lower(5, q, sigma, canary_steps=(2, 2, 5))
 
 
 def test_horizon_canary_counts():

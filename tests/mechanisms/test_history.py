@@ -152,6 +152,8 @@ def test_history_epsilon_takes_an_accounting_and_refuses_what_it_cannot_read():
         history_epsilon(1e-5, acc)
     with pytest.raises(ValueError, match=r"canary_steps must be distinct steps in \[1, 4\]"):
         history_epsilon(1e-5, 4, 0.3, 1.5, 2.0, canary_steps=(0, 3))
+    with pytest.raises(TypeError, match="canary_steps must be the steps .* not their number"):
+        history_epsilon(1e-5, 4, 0.3, 1.5, 2.0, canary_steps=2)  # which steps, not how many
 
 
 def test_validation():
