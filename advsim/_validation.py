@@ -220,6 +220,8 @@ def check_canary_steps(value, steps: int, *, count: bool) -> int | tuple[int, ..
     """
     if isinstance(value, np.ndarray | list | tuple | range):
         entries = value.ravel().tolist() if isinstance(value, np.ndarray) else list(value)
+        # Each entry's type here; the range below, with the steps as a whole (one message,
+        # the same as `advsim.Accounting`'s).
         chosen = [check_int("each of canary_steps", s, minimum=-sys.maxsize) for s in entries]
         if not chosen:
             raise ValueError(f"canary_steps must name at least one step, got {value!r}")
