@@ -127,6 +127,9 @@ def test_the_accelerator_layout_gives_the_same_scores(monkeypatch):
     np.testing.assert_array_equal(forced.canary_out, base.canary_out)
 
 
+# Of the seven family audits (5%-level checks of a true null: the linear process is in the
+# family) one rejects at this seed: expected, and not what this test reads.
+@pytest.mark.filterwarnings("ignore::advsim.audits.AssumptionRejectedWarning")
 def test_advsim_audit_compiles_one_simulation_program_for_its_seven_T(tmp_path):
     # The README's command at its seven T (1 ... 1000), few runs, sigma given (no
     # calibration) and no exact column: one program for the linear process's structure.
