@@ -87,6 +87,7 @@ def run_tests(tree: Path, files: list[str]) -> dict:
 def main() -> None:
     import argparse
 
+    from planted_errors import report  # this folder's (the script's own) module
     from tqdm import tqdm
 
     from advsim._io import provenance, write_json
@@ -126,13 +127,7 @@ def main() -> None:
                 write_json(args.out / "planted_engine_errors.json", record)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO)
-    print(f"\n| plant | a {args.factor:g}x error | failed tests |\n|---|---|---|")
-    for r in results:
-        print(f"| {r['plant']} | {r['verdict']} | {', '.join(r['failed']) or r['summary']} |")
-    missed = [r["plant"] for r in results if r["verdict"] != "caught"]
-    if missed:
-        print(f"\nnot caught: {missed}", file=sys.stderr)
-        sys.exit(1)
+    report(results, "plant", args.factor, lambda r: ", ".join(r["failed"]) or r["summary"])
 
 
 if __name__ == "__main__":

@@ -218,6 +218,18 @@ def check(spec: str, factor: float) -> dict:
     return {"function": spec, "verdict": verdict, "files": files, **planted}
 
 
+def report(results: list[dict], key: str, factor: float, tests) -> None:
+    """Prints a table of `results` (a row each: its `key`, its verdict, `tests(row)`) and
+    exits with status 1 when any of them is not caught."""
+    print(f"\n| {key} | a {factor:g}x error | tests |\n|---|---|---|")
+    for r in results:
+        print(f"| `{r[key]}` | {r['verdict']} | {tests(r)} |")
+    missed = [r[key] for r in results if r["verdict"] != "caught"]
+    if missed:
+        print(f"\nnot caught: {missed}", file=sys.stderr)
+        sys.exit(1)
+
+
 def main() -> None:
     import argparse
     from pathlib import Path
@@ -243,13 +255,7 @@ def main() -> None:
     for spec in tqdm(chosen, desc="functions", unit="function"):
         results.append(check(spec, args.factor))
         write_json(args.out / "planted_errors.json", record)
-    print(f"\n| function | a {args.factor:g}x error | tests |\n|---|---|---|")
-    for r in results:
-        print(f"| `{r['function']}` | {r['verdict']} | {r.get('summary', '')} |")
-    missed = [r["function"] for r in results if r["verdict"] != "caught"]
-    if missed:
-        print(f"\nnot caught: {missed}", file=sys.stderr)
-        sys.exit(1)
+    report(results, "function", args.factor, lambda r: r.get("summary", ""))
 
 
 if __name__ == "__main__":

@@ -68,3 +68,14 @@ def test_a_planted_error_is_caught_by_its_tests(load_script, spec, files):
     result = bench.check(spec, 1.02)
     assert result["files"] == files
     assert result["verdict"] == "caught", result
+
+
+def test_the_report_is_a_table_and_fails_on_a_missed_error(load_script, capsys):
+    report = load_script("planted_errors").report
+    caught = {"function": "m:f", "verdict": "caught", "summary": "1 failed"}
+    report([caught], "function", 1.02, lambda r: r["summary"])
+    assert "| `m:f` | caught | 1 failed |" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stop:
+        report([caught, {**caught, "function": "m:g", "verdict": "missed"}], "function", 1.02,
+               lambda r: r["summary"])  # fmt: skip
+    assert stop.value.code == 1 and "not caught: ['m:g']" in capsys.readouterr().err
