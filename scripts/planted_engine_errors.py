@@ -53,10 +53,10 @@ _CALLS = re.compile(r"\b(simulate|run_audit|simulate_scores)\(")
 def planted_text(text: str, name: str, factor: float) -> str:
     """`text` (the plant's file) with the plant `name` made; a ValueError where its site
     is not there exactly once (the engine changed: update `PLANTS`)."""
-    file, old, new = PLANTS[name]
-    if text.count(old) != 1:
-        raise ValueError(f"plant {name!r}: {old!r} stands {text.count(old)} times in {file}")
-    return text.replace(old, new.format(factor=repr(factor)))
+    file, site, planted = PLANTS[name]
+    if text.count(site) != 1:
+        raise ValueError(f"plant {name!r}: {site!r} stands {text.count(site)} times in {file}")
+    return text.replace(site, planted.format(factor=repr(factor)))
 
 
 def engine_test_files(root: Path = REPO) -> list[str]:
