@@ -10,6 +10,8 @@ plug-ins use these helpers, and a new one can too:
   the parameter, the range and the value: ``"sampling_prob must be in (0, 1], got 1.5"``.
   `check_delta` refuses delta = 0 unless asked (`allow_zero=True`: only for a statement
   that holds at pure DP).
+- `check_canary_steps` checks the steps that can carry the canary (or, for a function
+  that reads only how many, their number), with `advsim.Accounting`'s message.
 - `check_keywords` checks a `**kwargs` typed by a `TypedDict` (`Unpack[...]`, which
   Python does not check at run time): a misspelt or missing key is a `TypeError` by name.
 - `as_traced_float` checks a float hyperparameter with one of them and stores it as a
