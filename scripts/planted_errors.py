@@ -1,4 +1,4 @@
-"""Planted errors: does a 2% error in each public epsilon function fail the fast tests?
+"""Planted errors: does a 2% error in each epsilon function or audit fail the fast tests?
 
 The rule it checks: every engine and bound keeps a fast check against an independent
 reference, so that a 2% error in any of them fails `pytest` without `-m slow`. For each
@@ -13,9 +13,9 @@ callers see it), lists, tuples and dicts of them, and the number fields of a res
 `credible_interval`, ...). Every reference to the function in every loaded module is
 replaced, so callers that imported it by name see the error too (an audit class has its
 `__call__` replaced; `advsim.audits.jax_privacy.CanaryScoreAuditor`'s epsilon methods are
-replaced on the class). A function is *caught* when the tests fail,
-*missed* when they pass. A missed one is re-run at factor 1 first, so a failure comes from
-the number, not from the wrapping.
+replaced on the class). A function is *caught* when the tests fail and *missed* when they
+pass; a caught one is re-run at factor 1, and counts as caught only where the same tests
+pass there, so that a failure comes from the number, not from the wrapping.
 
 This file is also the pytest plugin that does the planting (`-p planted_errors`, with
 `scripts/` on `PYTHONPATH` and the function in `ADVSIM_PLANT=module:name`).
