@@ -25,7 +25,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 from advsim._accounting import Accounting
 
@@ -187,15 +187,25 @@ def _uncertified(what: str) -> str:
 
 
 class Assumption(abc.ABC):
-    """One condition a bound needs. Subclasses are frozen dataclasses."""
+    """One condition a bound needs. Subclasses are frozen dataclasses: one without
+    parameters states itself in `description`; one with parameters overrides `describe()`.
+    """
+
+    #: The condition in words, for a condition without parameters (what `describe()` says).
+    description: ClassVar[str] = ""
 
     @abc.abstractmethod
     def failure(self, facts: ProcessFacts) -> str | None:
         """None where the condition holds for `facts`, else why it does not."""
 
-    @abc.abstractmethod
     def describe(self) -> str:
         """The condition in words."""
+        if not self.description:
+            raise NotImplementedError(
+                f"{type(self).__name__} says nothing of itself: set its `description` or "
+                "override describe()"
+            )
+        return self.description
 
     def __str__(self) -> str:
         return self.describe()
@@ -206,8 +216,7 @@ class Linear(Assumption):
     """Every loss linear (constant gradients), no projection: the family of Theorem 1 of
     arXiv:2410.06186."""
 
-    def describe(self) -> str:
-        return "linear losses (every gradient constant), no projection"
+    description = "linear losses (every gradient constant), no projection"
 
     def failure(self, facts):
         if facts.linear is None:
@@ -223,8 +232,7 @@ class Linear(Assumption):
 class Convex(Assumption):
     """Every example's loss and the regularizer convex."""
 
-    def describe(self) -> str:
-        return "every example's loss and the regularizer convex"
+    description = "every example's loss and the regularizer convex"
 
     def failure(self, facts):
         if facts.convex is None:
@@ -258,8 +266,7 @@ class StronglyConvex(Assumption):
 class Smooth(Assumption):
     """Every example's loss (and the regularizer) M-smooth, M finite."""
 
-    def describe(self) -> str:
-        return "every example's loss and the regularizer M-smooth (M finite)"
+    description = "every example's loss and the regularizer M-smooth (M finite)"
 
     def failure(self, facts):
         if facts.smoothness is None or facts.regularizer_smoothness is None:
@@ -276,8 +283,7 @@ class LipschitzWithinClip(Assumption):
     """Every example's gradient of norm at most G <= C on the domain: G-Lipschitz
     losses, and clipping never acts."""
 
-    def describe(self) -> str:
-        return "every example's gradient of norm <= G <= C on the domain (clipping never acts)"
+    description = "every example's gradient of norm <= G <= C on the domain (clipping never acts)"
 
     def failure(self, facts):
         if facts.lipschitz is None:
@@ -296,8 +302,7 @@ class RegularizerAsExample(Assumption):
     of norm at most C on the domain (it then counts as one more example, as in
     `advsim.testing`'s `ConvexityCertificate`)."""
 
-    def describe(self) -> str:
-        return "a non-zero regularizer has gradient norm <= C on the domain (one more example)"
+    description = "a non-zero regularizer has gradient norm <= C on the domain (one more example)"
 
     def failure(self, facts):
         if facts.regularizer_zero is None:
@@ -335,8 +340,7 @@ class HolderGradients(Assumption):
 class BoundedDomain(Assumption):
     """A projection onto a ball of finite radius R after every step, the start inside."""
 
-    def describe(self) -> str:
-        return "projected onto a ball of radius R < inf after every step, the start inside"
+    description = "projected onto a ball of radius R < inf after every step, the start inside"
 
     def failure(self, facts):
         if not facts.projected:
@@ -351,8 +355,7 @@ class FullBatch(Assumption):
     """Every example in every step (fixed batching, or Poisson with q = 1), the canary
     too."""
 
-    def describe(self) -> str:
-        return "full batch: every example, the canary too, in every step"
+    description = "full batch: every example, the canary too, in every step"
 
     def failure(self, facts):
         acc = facts.accounting
@@ -369,8 +372,7 @@ class FullBatch(Assumption):
 class PoissonBatches(Assumption):
     """Poisson sampling with rate q: every example, the canary too, at every step."""
 
-    def describe(self) -> str:
-        return "Poisson sampling: every example (the canary too) sampled with rate q each step"
+    description = "Poisson sampling: every example (the canary too) sampled with rate q each step"
 
     def failure(self, facts):
         acc = facts.accounting
@@ -388,8 +390,7 @@ class CyclicBatches(Assumption):
     """Cyclic batches: the canary in exactly one step of every epoch of k steps, at the
     same position, unsampled (its schedule is every k-th step)."""
 
-    def describe(self) -> str:
-        return "cyclic batches: the canary at one fixed position of every epoch, unsampled"
+    description = "cyclic batches: the canary at one fixed position of every epoch, unsampled"
 
     def failure(self, facts):
         acc = facts.accounting
@@ -406,8 +407,7 @@ class CyclicBatches(Assumption):
 class ConstantStepSize(Assumption):
     """One learning rate at every step (no schedule)."""
 
-    def describe(self) -> str:
-        return "one learning rate at every step"
+    description = "one learning rate at every step"
 
     def failure(self, facts):
         if facts.accounting.step_sizes is not None:

@@ -229,6 +229,24 @@ def test_a_user_bound_declares_and_is_checked():
     assert HalfComposition().applies(facts)
 
 
+def test_a_user_assumption_states_itself_in_its_description():
+    @dataclasses.dataclass(frozen=True)
+    class EvenSteps(bounds.Assumption):
+        description = "an even number of steps"
+
+        def failure(self, facts):
+            return None if facts.steps % 2 == 0 else f"{facts.steps} steps"
+
+    @dataclasses.dataclass(frozen=True)
+    class Silent(bounds.Assumption):
+        def failure(self, facts):
+            return None
+
+    assert EvenSteps().describe() == str(EvenSteps()) == "an even number of steps"
+    with pytest.raises(NotImplementedError, match="Silent says nothing of itself"):
+        Silent().describe()
+
+
 @pytest.mark.parametrize("cls", BOUNDS, ids=lambda c: c.__name__)
 def test_delta_inverts_epsilon(cls):
     # delta(eps(1e-5)) = 1e-5: a closed form where the bound has one (heuristic_delta,
