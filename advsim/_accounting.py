@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from advsim._limits import check_steps
-from advsim._validation import check_positive, check_probability
+from advsim._validation import check_canary_steps, check_positive, check_probability
 
 __all__ = ["Accounting"]
 
@@ -101,13 +101,7 @@ class Accounting:
         object.__setattr__(
             self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier)
         )
-        cs = tuple(sorted(int(s) for s in self.canary_steps))
-        if not cs:
-            raise ValueError("canary_steps must name at least one step, got ()")
-        if cs[0] < 1 or cs[-1] > steps or len(set(cs)) != len(cs):
-            raise ValueError(
-                f"canary_steps must be distinct steps in [1, {steps}], got {self.canary_steps!r}"
-            )
+        cs = check_canary_steps(self.canary_steps, steps, count=False)
         object.__setattr__(self, "canary_steps", cs)
         object.__setattr__(self, "step_sizes", _check_step_sizes(self.step_sizes, steps))
 

@@ -218,16 +218,20 @@ def check_canary_steps(value, steps: int, *, count: bool) -> int | tuple[int, ..
         >>> check_canary_steps(2, 4, count=True)
         2
     """
-    if isinstance(value, np.ndarray | list | tuple | range):
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if hasattr(value, "__iter__") and not isinstance(value, str | bytes):
         entries = value.ravel().tolist() if isinstance(value, np.ndarray) else list(value)
-        # Each entry's type here; the range below, with the steps as a whole (one message,
-        # the same as `advsim.Accounting`'s).
-        chosen = [check_int("each of canary_steps", s, minimum=-sys.maxsize) for s in entries]
-        if not chosen:
+        chosen = np.asarray(entries)
+        if chosen.size and chosen.dtype.kind not in "iu":  # each entry's type, by name
+            ints = [check_int("each of canary_steps", s, minimum=-sys.maxsize) for s in entries]
+            chosen = np.asarray(ints, dtype=object)  # Python ints: any size
+        if chosen.size == 0:
             raise ValueError(f"canary_steps must name at least one step, got {value!r}")
-        if len(set(chosen)) != len(chosen) or min(chosen) < 1 or max(chosen) > steps:
+        ordered = np.sort(chosen)  # vectorised: T goes up to 10^7
+        if ordered[0] < 1 or ordered[-1] > steps or np.any(ordered[1:] == ordered[:-1]):
             raise ValueError(f"canary_steps must be distinct steps in [1, {steps}], got {value!r}")
-        return len(chosen) if count else tuple(sorted(chosen))
+        return int(ordered.size) if count else tuple(ordered.tolist())
     if not count:
         raise TypeError(
             f"canary_steps must be the steps that can carry the canary (distinct integers in "

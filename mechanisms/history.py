@@ -35,7 +35,6 @@ from jaxtyping import Array, Float, Int
 from advsim import AbstractCoordinateLaws, Accounting, DPSGDOptions, DPSGDParams
 from advsim.validation import (
     as_traced_float,
-    check_canary_steps,
     check_delta,
     check_int,
     check_positive,
@@ -104,9 +103,7 @@ def _run_accounting(function: str, steps, sampling_prob, noise_multiplier, canar
         )
     steps = check_int("steps", steps, minimum=1)
     every = range(1, steps + 1) if canary_steps is None else canary_steps
-    return Accounting(
-        steps, sampling_prob, noise_multiplier, check_canary_steps(every, steps, count=False)
-    )
+    return Accounting(steps, sampling_prob, noise_multiplier, every)  # which checks them
 
 
 def history_epsilon(

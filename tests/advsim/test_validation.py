@@ -14,6 +14,7 @@ from typing import TypedDict
 import numpy as np
 import pytest
 
+from advsim import Accounting
 from advsim.validation import (
     as_traced_float,
     check_canary_steps,
@@ -158,6 +159,10 @@ def test_check_canary_steps_reads_steps_or_where_allowed_their_number():
         check_canary_steps([], 4, count=False)
     with pytest.raises(TypeError, match="each of canary_steps must be an integer, got 1.5"):
         check_canary_steps([1.5], 4, count=True)
+    # advsim.Accounting checks its steps with it (a float step was truncated: 1.5 -> 1).
+    with pytest.raises(TypeError, match="each of canary_steps must be an integer, got 1.5"):
+        Accounting(4, 0.1, 1.0, (1.5, 3))
+    assert Accounting(4, 0.1, 1.0, [3.0, 1]).canary_steps == (1, 3)
     with pytest.raises(
         ValueError, match=_exact("canary_steps must be an integer in [1, 4], got 5")
     ):
