@@ -56,6 +56,8 @@ from advsim.mechanisms import (
     ZeroingRegularizer,
 )
 
+from ._accuracy_rows import accuracy_mechanism
+
 DELTA = 1e-5
 
 
@@ -307,23 +309,24 @@ def _accuracy_rows():
     for t, refs in ((2, (2.94326, 4.22638, 4.36731)), (25, (1.08463, 2.59530, 4.15623))):
         for b, ref in zip((1, 4, 16), refs, strict=True):
             source = "closed form (two_step_epsilon)" if t == 2 else "independent cell grid"
-            rows.append(("landscape", f"sigma=1 T={t} B={b}", ThresholdLandscape(t, 1.0, b),
-                         DELTA, ref, source))  # fmt: skip
+            mech = accuracy_mechanism("landscape", t, b)
+            rows.append(("landscape", f"sigma=1 T={t} B={b}", mech, DELTA, ref, source))
     for alpha in (0.0, 0.5, 1.0):
         ref = quadratic_exact_epsilon(1e-6, 3, 0.1, 1.0, alpha)
         rows.append(("quadratic", f"T=3 q=0.1 sigma=1 alpha={alpha}",
-                     QuadraticRegularizer(3, 0.1, 1.0, alpha=alpha), 1e-6, ref,
+                     accuracy_mechanism("quadratic", alpha), 1e-6, ref,
                      "exact mixture (Sec. 4.2)"))  # fmt: skip
-    rows.append(("zeroing", "T=10 q=0.01 sigma=0.5", ZeroingRegularizer(10, 0.01, 0.5), DELTA,
+    rows.append(("zeroing", "T=10 q=0.01 sigma=0.5", accuracy_mechanism("zeroing"), DELTA,
                  heuristic_epsilon(DELTA, 1, 0.01, 0.5), "one step (Sec. 4.1)"))  # fmt: skip
-    rows.append(("projected", "T=50 sigma=1 R=0.5", ProjectedLinearCanary(50, 1.0, radius=0.5),
+    rows.append(("projected", "T=50 sigma=1 R=0.5", accuracy_mechanism("projected"),
                  DELTA, 2.2779, "dense chain, extrapolated"))  # fmt: skip
     # Up to the float64 grid's resolution (resolution_limit: 20.7 at delta = 1e-5); the
     # rows beyond it must say so (test_beyond_the_resolution_the_result_says_so).
     for t, qs in ((1, (0.01, 0.1, 0.5)), (10, (0.01, 0.1, 0.5)), (100, (0.01, 0.1, 0.2)),
                   (1000, (0.01, 0.03, 0.05))):  # fmt: skip
         for q in qs:
-            rows.append(("linear", f"T={t} q={q} sigma=1", LinearProcess(t, q, 1.0), DELTA,
+            mech = accuracy_mechanism("linear", t, q, 1.0)
+            rows.append(("linear", f"T={t} q={q} sigma=1", mech, DELTA,
                          heuristic_epsilon(DELTA, t, q, 1.0), "heuristic (Thm. 1)"))  # fmt: skip
     return rows
 

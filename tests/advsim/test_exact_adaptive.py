@@ -5,9 +5,10 @@ Where the expected values come from:
 - `PINNED`: the exact engine's value and error on its fixed three grids (6, 12, 24 cells
   per noise sd, one `last_iterate_epsilon(mech, delta)` call per row, as
   `advsim.experiment.exact_columns` makes them) computed by the code of commit 4c8d5f3,
-  a ladder with neither `rtol` nor programs shared across T, on the rows of the accuracy table
-  (`tests/advsim/test_exact.py::_accuracy_rows`, `docs/guide/exact.md`) and on the seven
-  rows of `advsim audit` (linear process, q = 0.01, T = 1 ... 1000, sigma calibrated to
+  a ladder with neither `rtol` nor programs shared across T, on the rows of the accuracy
+  table (`tests/advsim/test_exact.py::_accuracy_rows`, `docs/guide/exact.md`; both build
+  their mechanisms with `tests/advsim/_accuracy_rows.py`) and on the seven rows of
+  `advsim audit` (linear process, q = 0.01, T = 1 ... 1000, sigma calibrated to
   composition eps = 8 at delta = 1e-5 by `calibrate_noise_multipliers` at that commit:
   `AUDIT_SIGMAS`). The adaptive value must lie within its own stated error of it.
 - The linear process's exact epsilon is `heuristic_epsilon` (Theorem 1 of
@@ -28,13 +29,9 @@ from advsim.exact import last_iterate_epsilon, last_iterate_epsilons
 from advsim.exact._programs import STEPS_PLACEHOLDER, any_steps, uses_steps
 from advsim.exact._propagate import advance
 from advsim.experiment import EXACT_REFINEMENTS, EXACT_RTOL, exact_columns
-from advsim.mechanisms import (
-    LinearProcess,
-    ProjectedLinearCanary,
-    QuadraticRegularizer,
-    ThresholdLandscape,
-    ZeroingRegularizer,
-)
+from advsim.mechanisms import LinearProcess
+
+from ._accuracy_rows import accuracy_mechanism
 
 DELTA = 1e-5
 AUDIT_SIGMAS = {1: 0.3425588693398479, 5: 0.3738635224783458, 10: 0.39000507686113034,
@@ -84,20 +81,6 @@ PINNED = [
 ]  # fmt: skip
 
 
-def _mechanism(spec):
-    """The mechanism of a `PINNED` row (the constructions of `_accuracy_rows`)."""
-    name, *args = spec
-    if name == "linear":
-        return LinearProcess(*args)
-    if name == "landscape":
-        return ThresholdLandscape(args[0], 1.0, args[1])
-    if name == "quadratic":
-        return QuadraticRegularizer(3, 0.1, 1.0, alpha=args[0])
-    if name == "zeroing":
-        return ZeroingRegularizer(10, 0.01, 0.5)
-    return ProjectedLinearCanary(50, 1.0, radius=0.5)
-
-
 #: The cheap rows (a few seconds in all): the linear process at T = 1 and 10.
 FAST = [row for row in PINNED if row[0].startswith(("linear T=1 ", "linear T=10 "))]
 
@@ -105,7 +88,8 @@ FAST = [row for row in PINNED if row[0].startswith(("linear T=1 ", "linear T=10 
 def _check_against_pinned(rows):
     lines = []
     for name, spec, delta, pinned, pinned_error in rows:
-        law = last_iterate_epsilon(_mechanism(spec), delta, rtol=EXACT_RTOL, progress=False)
+        mech = accuracy_mechanism(*spec)
+        law = last_iterate_epsilon(mech, delta, rtol=EXACT_RTOL, progress=False)
         diff = abs(law.epsilon - pinned)
         lines.append(f"{name:<24} grids {law.grids}  |adaptive - fixed| {diff:.2e}  "
                      f"error {law.error:.2e} (fixed: {pinned_error:.2e})")  # fmt: skip
