@@ -9,7 +9,7 @@ import numpy as np
 from advsim._limits import check_steps
 from advsim._validation import check_canary_steps, check_positive, check_probability
 
-__all__ = ["Accounting"]
+__all__ = ["Accounting", "check_run_arguments"]
 
 # Records longer than this are written by `to_dict` as a summary, not one entry per step.
 _LISTED = 64
@@ -119,6 +119,33 @@ class Accounting:
             return f"step_sizes = ({', '.join(f'{s:.6g}' for s in self.step_sizes)})"
         return f"step_sizes = {_summary(self.step_sizes)}"
 
+    def refuse_schedule(self, name: str, why: str) -> None:
+        """Raises a ValueError naming this run's learning-rate schedule, if it has one.
+
+        For a function defined at one learning rate only (a bound, an exact epsilon, an
+        audit): every such refusal reads the same, "`name` is not defined at a
+        learning-rate schedule, but the accounting has one (...): `why`".
+
+        Args:
+            name: the function (or option) that refuses, e.g. "history_epsilon".
+            why: why it cannot take a schedule, and what to use instead.
+
+        Example:
+            >>> Accounting(3, 1.0, 1.0, (1,)).refuse_schedule("my_bound", "...")  # none
+            >>> run = Accounting(3, 1.0, 1.0, (1,), step_sizes=(1, 0.5, 0.5))
+            >>> try:
+            ...     run.refuse_schedule("my_bound", "it assumes one learning rate")
+            ... except ValueError as e:
+            ...     print(e)  # doctest: +NORMALIZE_WHITESPACE
+            my_bound is not defined at a learning-rate schedule, but the accounting has one
+            (step_sizes = (1, 0.5, 0.5)): it assumes one learning rate
+        """
+        if self.step_sizes is not None:
+            raise ValueError(
+                f"{name} is not defined at a learning-rate schedule, but the accounting has "
+                f"one ({self.describe_step_sizes()}): {why}"
+            )
+
     def to_dict(self) -> dict:
         """JSON-ready values; long `canary_steps` and `step_sizes` are summarised in a
         string (`step_sizes` is None for a constant learning rate)."""
@@ -136,3 +163,43 @@ class Accounting:
             else f"{self.num_canary_steps} steps",
             "step_sizes": sizes,
         }
+
+
+def check_run_arguments(
+    function: str | None, steps, sampling_prob, noise_multiplier, canary_steps=None
+) -> Accounting | None:
+    """Which of its two forms a call used: `f(..., accounting)` or `f(..., steps,
+    sampling_prob, noise_multiplier, canary_steps=...)`, checked to be one of them.
+
+    Args:
+        function: the caller's name, which starts the messages (None: no name).
+        steps: an `advsim.Accounting`, or T.
+        sampling_prob, noise_multiplier, canary_steps: as the caller was given them
+            (None where not given).
+
+    Returns:
+        The `Accounting` given as `steps`, or None for the numbers (`sampling_prob` and
+        `noise_multiplier` both given; the caller checks their ranges).
+
+    Raises:
+        TypeError: an `Accounting` with numbers beside it; `sampling_prob` or
+            `noise_multiplier` missing.
+    """
+    head = "" if function is None else f"{function}: "
+    if isinstance(steps, Accounting):
+        given = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
+        given["canary_steps"] = canary_steps
+        extra = [name for name, value in given.items() if value is not None]
+        if extra:
+            raise TypeError(
+                f"{head}pass either an Accounting or steps, sampling_prob and "
+                f"noise_multiplier, not both (got an Accounting and {', '.join(extra)})"
+            )
+        return steps
+    numbers = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
+    missing = [name for name, value in numbers.items() if value is None]
+    if missing:
+        raise TypeError(
+            f"{head}missing {' and '.join(missing)} (or pass an advsim.Accounting as steps)"
+        )
+    return None

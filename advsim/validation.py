@@ -12,6 +12,9 @@ plug-ins use these helpers, and a new one can too:
   that holds at pure DP).
 - `check_canary_steps` checks the steps that can carry the canary (or, for a function
   that reads only how many, their number), with `advsim.Accounting`'s message.
+- `check_run_arguments` tells a function's two forms apart, `f(..., accounting)` (an
+  `advsim.Accounting`, nothing beside it) and `f(..., steps, sampling_prob,
+  noise_multiplier)`, and refuses a mix of both or a missing number, by name.
 - `check_keywords` checks a `**kwargs` typed by a `TypedDict` (`Unpack[...]`, which
   Python does not check at run time): a misspelt or missing key is a `TypeError` by name.
 - `as_traced_float` checks a float hyperparameter with one of them and stores it as a
@@ -31,6 +34,7 @@ Example:
 """
 
 from advsim import _validation
+from advsim._accounting import check_run_arguments
 from advsim._validation import *  # noqa: F403 (the names of its __all__)
 
-__all__ = _validation.__all__
+__all__ = [*_validation.__all__, "check_run_arguments"]

@@ -306,14 +306,12 @@ def _boundary(fam: _Family, a_up: np.ndarray, b_up: np.ndarray) -> tuple:
 def _refuse_schedule(accounting: Accounting) -> None:
     """The max over horizons is computed at one learning rate only: a ValueError naming
     the accounting's schedule, if it has one."""
-    if accounting.step_sizes is not None:
-        raise ValueError(
-            "bound='heuristic_max_over_steps' is not defined at a learning-rate schedule, "
-            f"but the accounting has one ({accounting.describe_step_sizes()}): its horizons "
-            "are the last t steps of a run at one learning rate (Section 4.1 of "
-            "arXiv:2410.06186), and its curves are computed only for that case; use "
-            "bound='heuristic' (the heuristic at this schedule), 'composition' or 'gdp'"
-        )
+    accounting.refuse_schedule(
+        "bound='heuristic_max_over_steps'", "its horizons are the last t steps of a run at "
+        "one learning rate (Section 4.1 of arXiv:2410.06186), and its curves are computed "
+        "only for that case; use bound='heuristic' (the heuristic at this schedule), "
+        "'composition' or 'gdp'"
+    )  # fmt: skip
 
 
 def _at_sigma(accounting: Accounting, sigma: float) -> Accounting:

@@ -39,6 +39,7 @@ from advsim.validation import (
     check_int,
     check_positive,
     check_probability,
+    check_run_arguments,
 )
 
 __all__ = [
@@ -79,28 +80,10 @@ def _run_accounting(function: str, steps, sampling_prob, noise_multiplier, canar
             [1, T]; an `Accounting` with a learning-rate schedule (the coordinates' noise
             scales are in units of one step's move, `eta C`, the same at every step).
     """
-    if isinstance(steps, Accounting):
-        given = dict(sampling_prob=sampling_prob, noise_multiplier=noise_multiplier,
-                     canary_steps=canary_steps)  # fmt: skip
-        extra = [name for name, value in given.items() if value is not None]
-        if extra:
-            raise TypeError(
-                f"{function}: pass either an Accounting or steps, sampling_prob and "
-                f"noise_multiplier, not both (got an Accounting and {', '.join(extra)})"
-            )
-        if steps.step_sizes is not None:
-            raise ValueError(
-                f"{function} is not defined at a learning-rate schedule, but the accounting "
-                f"has one ({steps.describe_step_sizes()}): the construction moves every "
-                "step by the same eta C"
-            )
-        return steps
-    missing = [n for n, v in (("sampling_prob", sampling_prob),
-                              ("noise_multiplier", noise_multiplier)) if v is None]  # fmt: skip
-    if missing:
-        raise TypeError(
-            f"{function}: missing {' and '.join(missing)} (or pass an advsim.Accounting as steps)"
-        )
+    run = check_run_arguments(function, steps, sampling_prob, noise_multiplier, canary_steps)
+    if run is not None:
+        run.refuse_schedule(function, "the construction moves every step by the same eta C")
+        return run
     steps = check_int("steps", steps, minimum=1)
     every = range(1, steps + 1) if canary_steps is None else canary_steps
     return Accounting(steps, sampling_prob, noise_multiplier, every)  # which checks them

@@ -470,14 +470,12 @@ def heuristic_epsilon_max_over_steps(
         2.222
     """
     delta = check_delta("delta", delta)
-    if isinstance(steps, Accounting) and steps.step_sizes is not None:
-        raise ValueError(
-            "heuristic_epsilon_max_over_steps is not defined at a learning-rate schedule, "
-            f"but the accounting has one ({steps.describe_step_sizes()}): its horizons are "
-            "the last t steps of a run at one learning rate (Section 4.1 of "
-            "arXiv:2410.06186); use heuristic_epsilon(delta, accounting) for the heuristic "
-            "at this schedule"
-        )
+    if isinstance(steps, Accounting):
+        steps.refuse_schedule(
+            "heuristic_epsilon_max_over_steps", "its horizons are the last t steps of a run "
+            "at one learning rate (Section 4.1 of arXiv:2410.06186); use "
+            "heuristic_epsilon(delta, accounting) for the heuristic at this schedule"
+        )  # fmt: skip
     big_t = check_int("steps", steps, minimum=1)
     q = check_probability("sampling_prob", sampling_prob)
     sigma = check_positive("noise_multiplier", noise_multiplier)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from advsim._accounting import Accounting
+from advsim._accounting import check_run_arguments
 from advsim._validation import (
     check_canary_steps,
     check_int,
@@ -25,22 +25,7 @@ from advsim._validation import (
     check_probability,
 )
 
-__all__ = ["refuse_schedule", "run_parameters"]
-
-
-def refuse_schedule(accounting: Accounting, bound: str, why: str) -> None:
-    """Raises a ValueError naming the schedule when `accounting` has one.
-
-    Args:
-        accounting: the run's record.
-        bound: the bound's name, for the message.
-        why: why the bound cannot take a schedule, and what to use instead.
-    """
-    if accounting.step_sizes is not None:
-        raise ValueError(
-            f"{bound} is not defined at a learning-rate schedule, but the accounting has "
-            f"one ({accounting.describe_step_sizes()}): {why}"
-        )
+__all__ = ["run_parameters"]
 
 
 def run_parameters(
@@ -70,25 +55,14 @@ def run_parameters(
         ValueError: naming the parameter and its range; a schedule the bound refuses.
         TypeError: for an `Accounting` together with numbers, or missing numbers.
     """
-    if isinstance(steps, Accounting):
-        given = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
-        given["canary_steps"] = canary_steps
-        extra = [name for name, value in given.items() if value is not None]
-        if extra:
-            raise TypeError(
-                f"pass either an Accounting or steps, sampling_prob and noise_multiplier, "
-                f"not both (got an Accounting and {', '.join(extra)})"
-            )
+    run = check_run_arguments(None, steps, sampling_prob, noise_multiplier, canary_steps)
+    if run is not None:
         if schedule != "ignore":
-            refuse_schedule(
-                steps, bound, "it assumes one learning rate at every step (see "
+            run.refuse_schedule(
+                bound, "it assumes one learning rate at every step (see "
                 "advsim.bounds.heuristic_epsilon for the last-iterate heuristic at a schedule)"
             )  # fmt: skip
-        return steps.steps, steps.sampling_prob, steps.noise_multiplier, steps.num_canary_steps
-    numbers = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
-    missing = [name for name, value in numbers.items() if value is None]
-    if missing:
-        raise TypeError(f"missing {' and '.join(missing)} (or pass an advsim.Accounting as steps)")
+        return run.steps, run.sampling_prob, run.noise_multiplier, run.num_canary_steps
     steps = check_int("steps", steps, minimum=1)
     q = check_probability("sampling_prob", sampling_prob)
     sigma = check_positive("noise_multiplier", noise_multiplier)

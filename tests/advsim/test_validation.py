@@ -25,6 +25,7 @@ from advsim.validation import (
     check_nonnegative,
     check_positive,
     check_probability,
+    check_run_arguments,
 )
 
 
@@ -167,6 +168,38 @@ def test_check_canary_steps_reads_steps_or_where_allowed_their_number():
         ValueError, match=_exact("canary_steps must be an integer in [1, 4], got 5")
     ):
         check_canary_steps(5, 4, count=True)
+
+
+def test_check_run_arguments_tells_the_two_forms_apart():
+    # f(..., accounting) or f(..., steps, sampling_prob, noise_multiplier): the record
+    # itself, or None for the numbers; a mix of both and a missing number are TypeErrors
+    # by name (the messages of the bounds, history_epsilon and repeaters_epsilon).
+    acc = Accounting(4, 0.1, 1.0, (2, 4))
+    assert check_run_arguments("f", acc, None, None) is acc
+    assert check_run_arguments("f", 4, 0.1, 1.0) is None
+    assert check_run_arguments("f", 4, 0.1, 1.0, canary_steps=(2, 4)) is None
+    with pytest.raises(TypeError, match=_exact(
+        "f: pass either an Accounting or steps, sampling_prob and noise_multiplier, not "
+        "both (got an Accounting and noise_multiplier, canary_steps)"
+    )):  # fmt: skip
+        check_run_arguments("f", acc, None, 1.0, canary_steps=2)
+    with pytest.raises(TypeError, match=_exact(
+        "f: missing sampling_prob and noise_multiplier (or pass an advsim.Accounting as steps)"
+    )):  # fmt: skip
+        check_run_arguments("f", 4, None, None)
+    with pytest.raises(TypeError, match="^missing noise_multiplier"):
+        check_run_arguments(None, 4, 0.1, None)
+
+
+def test_accounting_refuse_schedule_names_the_function_the_schedule_and_why():
+    Accounting(3, 1.0, 1.0, (1,)).refuse_schedule("f", "why")  # no schedule: nothing
+    Accounting(3, 1.0, 1.0, (1,), step_sizes=(2, 2, 2)).refuse_schedule("f", "why")  # constant
+    run = Accounting(3, 1.0, 1.0, (1,), step_sizes=(1, 0.5, 0.5))
+    with pytest.raises(ValueError, match=_exact(
+        "f is not defined at a learning-rate schedule, but the accounting has one "
+        "(step_sizes = (1, 0.5, 0.5)): why"
+    )):  # fmt: skip
+        run.refuse_schedule("f", "why")
 
 
 # --- the traced-float field -------------------------------------------------------------------
