@@ -218,16 +218,14 @@ class HeuristicFamilyAudit(AbstractAssumedAudit):
             raise TypeError(
                 f"accounting must be an advsim.Accounting, got {type(accounting).__name__}"
             )
-        if accounting.step_sizes is not None:
-            raise ValueError(
-                "the 'family' audit assumes the constant-rate heuristic family "
-                "Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), but the accounting "
-                f"has a learning-rate schedule ({accounting.describe_step_sizes()}), whose "
-                "last iterate is N(X, s^2) vs N(0, s^2) with X = sum_t eta_t b_t and "
-                "s^2 = sigma^2 sum_t eta_t^2; use method='eps_delta' (assumption-free), or "
-                "audits.certify_violation(scores, 'heuristic', accounting) for the heuristic "
-                "at this schedule"
-            )
+        accounting.refuse_schedule(
+            "the 'family' audit", "it assumes the constant-rate heuristic family "
+            "Binomial(n_c, q) + N(0, T sigma^2) vs N(0, T sigma^2), but a schedule's last "
+            "iterate is N(X, s^2) vs N(0, s^2) with X = sum_t eta_t b_t and s^2 = sigma^2 "
+            "sum_t eta_t^2; use method='eps_delta' (assumption-free), or "
+            "audits.certify_violation(scores, 'heuristic', accounting) for the heuristic at "
+            "this schedule"
+        )  # fmt: skip
         support, probs = _bounds.binomial_mixture(
             accounting.num_canary_steps, accounting.sampling_prob
         )

@@ -48,7 +48,7 @@ def test_every_row_is_one_its_audit_accepts_and_the_left_out_ones_say_why(tmp_pa
         f"landscape_B{b}_T{t}" for b, t in expected
     ]
     # the reason printed is the audit's own refusal
-    assert all("has a learning-rate schedule" in line for line in refused)
+    assert all("not defined at a learning-rate schedule" in line for line in refused)
 
 
 def test_a_rows_columns_pass_the_figures_label_check():
