@@ -187,9 +187,9 @@ def check_run_arguments(
     """
     head = "" if function is None else f"{function}: "
     if isinstance(steps, Accounting):
-        given = {"sampling_prob": sampling_prob, "noise_multiplier": noise_multiplier}
-        given["canary_steps"] = canary_steps
-        extra = [name for name, value in given.items() if value is not None]
+        given = (("sampling_prob", sampling_prob), ("noise_multiplier", noise_multiplier),
+                 ("canary_steps", canary_steps))  # fmt: skip
+        extra = [name for name, value in given if value is not None]
         if extra:
             raise TypeError(
                 f"{head}pass either an Accounting or steps, sampling_prob and "
