@@ -213,11 +213,12 @@ class LangevinBound(HiddenStateBound):
             iterate released; no assumption on the loss). `rho` is at most twice this.
     """
 
+    assumptions = ASSUMPTIONS
+    reference = REFERENCE
+
     rho: float
     rho_limit: float
     rho_composition: float
-    assumptions: tuple[str, ...] = ASSUMPTIONS
-    reference: str = REFERENCE
 
 
 def langevin_bound(

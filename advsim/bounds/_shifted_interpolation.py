@@ -131,13 +131,14 @@ class ShiftedInterpolationBound(HiddenStateBound):
         walk_steps: $k = \lceil D/s \rceil$, the shifts that carry one run onto the other.
     """
 
+    assumptions = ASSUMPTIONS
+    reference = REFERENCE
+
     mu: float
     mu_composition: float
     mu_plateau: float
     plateau_steps: int
     walk_steps: int
-    assumptions: tuple[str, ...] = ASSUMPTIONS
-    reference: str = REFERENCE
 
 
 def _checked(

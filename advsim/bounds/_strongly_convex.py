@@ -162,6 +162,9 @@ class StronglyConvexGDPBound(HiddenStateBound):
         paper_smoothness: $M/n$, of the average objective.
     """
 
+    assumptions = ASSUMPTIONS
+    reference = REFERENCE
+
     mu: float
     contraction: float
     mu_one_step: float
@@ -172,8 +175,6 @@ class StronglyConvexGDPBound(HiddenStateBound):
     paper_sensitivity: float
     paper_strong_convexity: float
     paper_smoothness: float
-    assumptions: tuple[str, ...] = ASSUMPTIONS
-    reference: str = REFERENCE
 
 
 def _gap(x: float) -> float:

@@ -1,8 +1,9 @@
 """The record every closed-form hidden-state bound returns (`HiddenStateBound`).
 
-Expected values: the shared fields are the ones each bound's function sets (its own
-`ASSUMPTIONS` and `REFERENCE` constants, the steps and delta it was given); the repr order
-is the one `HiddenStateBound.__repr__` documents (the bound's own values first).
+Expected values: the shared fields are the ones each bound's function sets (the steps and
+delta it was given) and its class states (its module's `ASSUMPTIONS` and `REFERENCE`
+constants); the repr order is the one `HiddenStateBound.__repr__` documents (the bound's
+own values first).
 """
 
 import dataclasses
@@ -39,8 +40,31 @@ def test_every_closed_form_bound_is_a_hidden_state_bound(make, module, value):
     # The bound's own value leads its repr; the shared fields follow, in their order.
     text = repr(b)
     assert text.startswith(f"{type(b).__name__}({value}=")
-    shared = [f"{f.name}=" for f in dataclasses.fields(bounds.HiddenStateBound)]
+    shared = ["epsilon=", "delta=", "steps=", "assumptions=", "reference="]
     positions = [text.index(", " + s) for s in shared]
     assert positions == sorted(positions) and positions[0] > text.index(f"{value}=")
+    assert f"assumptions={module.ASSUMPTIONS!r}" in text
     with pytest.raises(dataclasses.FrozenInstanceError):
         b.epsilon = 0.0
+
+
+@pytest.mark.parametrize("make, module, value", CASES)
+def test_a_record_cannot_state_other_assumptions_than_its_bound(make, module, value):
+    # The assumptions and the source belong to the bound (class attributes), not to a record:
+    # building one with others is refused, not stored.
+    b = make(1e-5)
+    own = {f.name: getattr(b, f.name) for f in dataclasses.fields(b)}
+    assert type(b)(**own) == b
+    with pytest.raises(TypeError, match="assumptions"):
+        type(b)(**own, assumptions=())
+    with pytest.raises(TypeError, match="reference"):
+        type(b)(**own, reference="elsewhere")
+
+
+def test_a_bound_that_does_not_state_its_assumptions_is_refused():
+    with pytest.raises(TypeError, match=r"Quiet must set the class attributes \['reference'\]"):
+
+        @dataclasses.dataclass(frozen=True, kw_only=True, repr=False)
+        class Quiet(bounds.HiddenStateBound):
+            assumptions = ("something",)
+            value: float
