@@ -482,6 +482,7 @@ class ThresholdSearchResult:
                 "guarantee": r.guarantee.label,
                 "assumption_rejected": r.assumption_rejected,
                 "confidence_each": r.confidence,
+                "threshold_selection": r.extras.get("threshold_selection"),
                 "multiplicity": self.multiplicity,
                 "mu_lower": float(r.extras.get("mu_lower", np.nan)),
                 "mu_point": float(r.extras.get("mu_point", np.nan)),
@@ -506,7 +507,7 @@ def run_threshold_search(
     delta: float = 1e-5,
     method: str = "eps_delta",
     confidence: float = 0.95,
-    threshold_selection: str = "split",
+    threshold_selection: str = DEFAULT_THRESHOLD_SELECTION,
     multiplicity: str = "bonferroni",
     chunk_size: int | None = None,
     progress: bool = False,
@@ -533,7 +534,9 @@ def run_threshold_search(
             method defaults to the assumption-free `"eps_delta"`; the paper audits with
             `"gdp"` (Nasr et al. 2023), whose Gaussian assumption the threshold
             landscape does not meet (its eps can exceed the exact one several times):
-            pass `method="gdp"` to reproduce the paper's numbers.
+            pass `method="gdp"` to reproduce the paper's numbers, with
+            `threshold_selection="split"` (half of the runs choose the threshold of
+            each audit, the other half audit it).
         multiplicity: `"bonferroni"` or `"none"` (see above).
         chunk_size: as `advsim.simulate`.
         progress: a tqdm bar over the thresholds.

@@ -341,7 +341,11 @@ def calibration_fraction(
         sampler: `seed -> Scores` (see `gaussian_sampler`, `mixture_sampler`,
             `simulation_sampler`); must give independent score sets for distinct seeds.
         true_eps: the mechanism's exact epsilon at `delta`.
-        method, delta, confidence, accounting, threshold_selection: passed to `audit`.
+        method, delta, confidence, accounting: passed to the audit.
+        threshold_selection: the audit's own field (`get_audit`): "split" (default) or
+            "same". The strategies of `advsim.audits.audit` ("by_sample_size", its
+            default, and the others) are not taken here: the calibration is that of one
+            audit class at one split.
         repeats: number of independent audits.
         seed: first sampler seed.
         p_value: false-alarm probability of `check()` for a calibrated audit.

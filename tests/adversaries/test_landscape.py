@@ -89,7 +89,8 @@ def test_search_finds_half_c_at_t2():
         # held-out check rejects it at a threshold is not what this test pins.
         warnings.simplefilter("ignore", AssumptionRejectedWarning)
         search = ThresholdSearch(alphas)
-        res = run_threshold_search(search, mech, n, jax.random.key(11), delta=DELTA, method="gdp")
+        res = run_threshold_search(search, mech, n, jax.random.key(11), delta=DELTA,
+                                   method="gdp", threshold_selection="split")  # fmt: skip
     assert res.multiplicity == "bonferroni" and res.results[0].confidence == 1 - 0.05 / 7
     np.testing.assert_allclose(res.threshold, hs_wanted, atol=1e-12)
     exact = two_step_gdp_curve(res.threshold, sigma, b, delta=DELTA, min_rate=1e-9)
@@ -107,7 +108,8 @@ def test_search_finds_half_c_at_t2():
 
 
 def test_search_result_in_simulation_matches_single_audit():
-    # The search's audit at one threshold is exactly `simulate` + `audit` with that h.
+    # The search's audit at one threshold is exactly `simulate` + `audit` with that h, each
+    # at its defaults (so the two defaults are one).
     from advsim.audits import audit
 
     mech = ThresholdLandscape(2, 1.5, 2)
@@ -121,6 +123,7 @@ def test_search_result_in_simulation_matches_single_audit():
             search, mech, 10_000, jax.random.key(5), delta=DELTA, method="gdp"
         )
         scores = advsim.simulate(mech, ThresholdAdversary(0.2), 10_000, jax.random.key(5))
-        single = audit(scores, "gdp", delta=DELTA, threshold_selection="split")
+        single = audit(scores, "gdp", delta=DELTA)
     assert res.eps_lower[0] == single.eps_lower
+    assert res.rows()[0]["threshold_selection"] == single.extras["threshold_selection"]
     assert res.results[0].assumption_rejected == single.assumption_rejected
