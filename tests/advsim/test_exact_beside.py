@@ -21,8 +21,9 @@ import jax
 import pytest
 
 import advsim._exact_columns as ec
+from advsim._audit_record import _stopwatch
 from advsim.bounds import heuristic_epsilon
-from advsim.experiment import _stopwatch, exact_columns
+from advsim.experiment import exact_columns
 from advsim.mechanisms import LinearProcess
 from advsim.sweep import run_sweep
 

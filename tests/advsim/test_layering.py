@@ -2,7 +2,7 @@
 
 - The engine (`advsim/_*.py`, `advsim/bounds/`, `advsim/exact/`) never imports the plug-in packages
   (`advsim.mechanisms`, `advsim.adversaries`, `advsim.audits`) nor the drivers.
-- The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment.py`, `advsim/one_run.py`,
+- The drivers (`advsim/cli/`, `advsim/sweep/`, `advsim/experiment/`, `advsim/one_run.py`,
   `advsim/streaming.py`,
   `advsim/testing/`, `advsim/figures/`)
   import the plug-ins at module level, never inside a function, so what a driver depends
@@ -60,7 +60,7 @@ def _plugin_files() -> list[Path]:
 def _driver_files() -> list[Path]:
     return [
         *sorted((ADVSIM / "cli").rglob("*.py")),
-        ADVSIM / "experiment.py",
+        *sorted((ADVSIM / "experiment").rglob("*.py")),
         ADVSIM / "one_run.py",
         ADVSIM / "streaming.py",
         *sorted((ADVSIM / "sweep").rglob("*.py")),

@@ -199,7 +199,7 @@ class _MethodSeen(Exception):
 def test_the_sweep_run_audit_and_default_audit_method_agree(monkeypatch, name, method):
     # One rule on one built mechanism: the sweep's cell method, default_audit_method on the
     # mechanism the cell builds, and the method run_audit decides for it without one.
-    import advsim.experiment
+    import advsim.experiment._run_audit
     from advsim.adversaries import ProjectionScore
     from advsim.experiment import run_audit
     from advsim.sweep._config import build_mechanism
@@ -212,7 +212,7 @@ def test_the_sweep_run_audit_and_default_audit_method_agree(monkeypatch, name, m
     def stop(*args, method, **kwargs):
         raise _MethodSeen(method)
 
-    monkeypatch.setattr(advsim.experiment, "_simulate_and_audit", stop)
+    monkeypatch.setattr(advsim.experiment._run_audit, "_simulate_and_audit", stop)
     with pytest.raises(_MethodSeen) as seen:
         run_audit(built, ProjectionScore(), trials=200)
     assert seen.value.args == (method,)

@@ -1,81 +1,34 @@
-"""One audit end to end: simulate both worlds, audit the scores, read the bounds beside it.
-
-`run_audit` is the unit every driver uses (the sweep runner, and through it the `advsim
-audit` command and the figures): it returns one flat record with the parameters, the
-empirical epsilon (a lower bound at the stated confidence and a point estimate) and the
-heuristic, composition and full-batch bounds computed from `mechanism.accounting()` of
-the mechanism actually run. `run_threshold_search` is the experiment loop of Algorithm 5
-of arXiv:2405.14457 (one audit per threshold of an `advsim.adversaries.ThresholdSearch`,
-the best kept).
-
-Where the mechanism has the capability (`advsim.AbstractScalarLaw`: a scalar model whose
-gradients are functions of (m, t)), `run_audit(..., exact=True)` also reads the exact
-epsilon(delta) of the last model (`advsim.exact.last_iterate_epsilon`) beside the bounds:
-`exact_columns` gives those columns for any mechanism (empty, with the reason, where it
-lacks the capability), each distinct mechanism computed once per process.
-
-`run_audit(..., streaming=True)` audits the cell by `advsim.streaming.audit_streaming`
-instead: a pilot of its own plans up to 6 threshold tests, the main run of `trials` runs
-per world is only counted (memory independent of `trials`), and `eps_lower` is the
-assumption-free (eps, delta) bound, held out by construction.
-"""
+"""`run_audit`, one audit end to end, and what it decides on the way: the default method
+(`default_audit_method`), the streaming options (`check_streaming_options`) and the exact
+columns beside the audit. The package docstring (`advsim.experiment`) tells the whole."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from advsim._adversary import AbstractAdversary
-from advsim._audit_record import (  # noqa: F401 (re-exported)
-    _COMPILE_EVENTS,
+from advsim._audit_record import (
     AuditRecord,
-    _column,
-    _covered,
     _result_columns,
     _stopwatch,
     _time_columns,
-    record_columns,
 )
 from advsim._exact_columns import (
     EXACT_COLUMNS,
-    EXACT_MAX_WORK,
     EXACT_REFINEMENTS,
-    EXACT_RTOL,
-    exact_columns,
     timed_exact_columns,
 )
 from advsim._limits import check_trials
 from advsim._mechanism import AbstractMechanism
 from advsim._simulate import as_key, simulate
 from advsim._validation import check_delta, check_in_interval
-from advsim.adversaries import ThresholdSearch
-from advsim.audits import DEFAULT_THRESHOLD_SELECTION, AssumptionRejectedWarning, audit
+from advsim.audits import DEFAULT_THRESHOLD_SELECTION, audit
 from advsim.bounds import bounds_for
 from advsim.streaming import audit_streaming
-
-__all__ = [
-    "EXACT_COLUMNS",
-    "EXACT_MAX_WORK",
-    "EXACT_REFINEMENTS",
-    "EXACT_RTOL",
-    "STREAMING",
-    "AuditRecord",
-    "DEFAULT_STEPS",
-    "ThresholdSearchResult",
-    "check_streaming_options",
-    "exact_columns",
-    "record_columns",
-    "default_audit_method",
-    "run_audit",
-    "run_threshold_search",
-    "threshold_search",
-]
 
 DEFAULT_STEPS = (1, 5, 10, 50, 100, 500, 1000)
 """Steps of the built-in experiment (the last-iterate paper's gradient-canary setting, Figure 3
@@ -433,171 +386,3 @@ def _timed_exact_columns(
             progress=False if progress is False else None,
         )
     return exact_cols, exact_clock["wall"] if seconds is None else seconds
-
-
-@dataclasses.dataclass(frozen=True)
-class ThresholdSearchResult:
-    """The table of Algorithm 5: one audit per threshold, and the best.
-
-    Attributes:
-        alpha: the Type I error rates $\\alpha_i$.
-        threshold: $h_i$.
-        eps_lower, eps_point: the audits' epsilons per threshold (NaN where an audit
-            gives none; its result says why).
-        best: index of the largest `eps_lower`.
-        results: the `AuditResult` of each threshold.
-        confidence: the confidence at which `best_eps` holds: with
-            `multiplicity="bonferroni"` every audit ran at `1 - (1 - confidence) / K`
-            over the K thresholds, so the maximum holds at `confidence`; with `"none"`
-            (the paper's practice) each audit ran at `confidence` and the maximum over
-            K of them does NOT hold at it (say so wherever it is printed).
-        multiplicity: `"bonferroni"` or `"none"`.
-    """
-
-    alpha: np.ndarray
-    threshold: np.ndarray
-    eps_lower: np.ndarray
-    eps_point: np.ndarray
-    best: int
-    results: tuple
-    confidence: float = 0.95
-    multiplicity: str = "bonferroni"
-
-    @property
-    def best_threshold(self) -> float:
-        return float(self.threshold[self.best])
-
-    @property
-    def best_eps(self) -> float:
-        return float(self.eps_lower[self.best])
-
-    def rows(self) -> list[dict]:
-        """One dict per threshold (for CSV/JSON)."""
-        return [
-            {
-                "alpha": float(a),
-                "threshold": float(h),
-                "eps_lower": None if np.isnan(lo) else float(lo),
-                "eps_point": None if np.isnan(pt) else float(pt),
-                "guarantee": r.guarantee.label,
-                "assumption_rejected": r.assumption_rejected,
-                "confidence_each": r.confidence,
-                "threshold_selection": r.extras.get("threshold_selection"),
-                "multiplicity": self.multiplicity,
-                "mu_lower": float(r.extras.get("mu_lower", np.nan)),
-                "mu_point": float(r.extras.get("mu_point", np.nan)),
-            }
-            for a, h, lo, pt, r in zip(
-                self.alpha,
-                self.threshold,
-                self.eps_lower,
-                self.eps_point,
-                self.results,
-                strict=True,
-            )
-        ]
-
-
-def run_threshold_search(
-    search,
-    mechanism: AbstractMechanism,
-    trials: int,
-    key,
-    *,
-    delta: float = 1e-5,
-    method: str = "eps_delta",
-    confidence: float = 0.95,
-    threshold_selection: str = DEFAULT_THRESHOLD_SELECTION,
-    multiplicity: str = "bonferroni",
-    chunk_size: int | None = None,
-    progress: bool = False,
-) -> ThresholdSearchResult:
-    """Algorithm 5 of arXiv:2405.14457: audits $A_S^{h_i}$ for every threshold of a search.
-
-    The search (`advsim.adversaries.ThresholdSearch`) gives the thresholds
-    (`search.thresholds(mechanism)`) and the adversary of each (`search.adversary(h)`);
-    every threshold is simulated with the same runs' keys and audited.
-
-    The best of K audits is a maximum over K statistics: with
-    `multiplicity="bonferroni"` (default) each audit runs at confidence
-    `1 - (1 - confidence) / K`, so that `best_eps` holds at `confidence` (union
-    bound); `"none"` reproduces the paper's Algorithm 5, each audit at `confidence`,
-    and the result records that the maximum is not covered.
-
-    Args:
-        search: a `ThresholdSearch`.
-        mechanism: a `ThresholdLandscape` (its own threshold is replaced).
-        trials: runs per world for each threshold.
-        key: a `jax.random.key` or int seed, shared by every threshold (common random
-            numbers: the thresholds are compared on the same noise draws).
-        delta, method, confidence, threshold_selection: as `advsim.audits.audit`. The
-            method defaults to the assumption-free `"eps_delta"`; the paper audits with
-            `"gdp"` (Nasr et al. 2023), whose Gaussian assumption the threshold
-            landscape does not meet (its eps can exceed the exact one several times):
-            pass `method="gdp"` to reproduce the paper's numbers, with
-            `threshold_selection="split"` (half of the runs choose the threshold of
-            each audit, the other half audit it).
-        multiplicity: `"bonferroni"` or `"none"` (see above).
-        chunk_size: as `advsim.simulate`.
-        progress: a tqdm bar over the thresholds.
-
-    Returns:
-        A `ThresholdSearchResult`.
-    """
-    trials = check_trials("trials", trials)
-    delta = check_delta("delta", delta)
-    if multiplicity not in ("bonferroni", "none"):
-        raise ValueError(f"multiplicity must be 'bonferroni' or 'none', got {multiplicity!r}")
-    key = as_key(key)
-    hs = search.thresholds(mechanism)
-    each = confidence
-    if multiplicity == "bonferroni":
-        each = 1.0 - (1.0 - confidence) / len(hs)
-    results = []
-    # One warning for the search, not one per threshold (see below).
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AssumptionRejectedWarning)
-        for h in tqdm(hs, desc="thresholds", disable=not progress):
-            scores = simulate(mechanism, search.adversary(h), trials, key, chunk_size=chunk_size)
-            results.append(
-                audit(
-                    scores,
-                    method,
-                    delta=delta,
-                    accounting=mechanism.accounting(),
-                    confidence=each,
-                    threshold_selection=threshold_selection,
-                )
-            )
-    rejected = sum(bool(r.assumption_rejected) for r in results)
-    if rejected:
-        warnings.warn(
-            AssumptionRejectedWarning(
-                f"{rejected} of {len(results)} {method!r} audits of the threshold search "
-                "had their assumption rejected by the held-out runs (see each row's "
-                "assumption_rejected); their eps_lower rests on it"
-            ),
-            stacklevel=2,
-        )
-    lower = np.array([np.nan if r.eps_lower is None else r.eps_lower for r in results])
-    point = np.array([np.nan if r.eps_point is None else r.eps_point for r in results])
-    return ThresholdSearchResult(
-        alpha=np.asarray(search.alphas),
-        threshold=hs,
-        eps_lower=lower,
-        eps_point=point,
-        best=int(np.nanargmax(lower)) if np.any(np.isfinite(lower)) else 0,
-        results=tuple(results),
-        confidence=confidence,
-        multiplicity=multiplicity,
-    )
-
-
-def threshold_search(
-    mechanism: AbstractMechanism, trials: int, key, *, alphas=None, **kwargs
-) -> ThresholdSearchResult:
-    """Algorithm 5 of arXiv:2405.14457 over the Type I error rates `alphas` (default: the
-    grid of `advsim.adversaries.ThresholdSearch`): `run_threshold_search(
-    ThresholdSearch(alphas), mechanism, trials, key, **kwargs)`; see there for the
-    keyword arguments."""
-    return run_threshold_search(ThresholdSearch(alphas), mechanism, trials, key, **kwargs)
