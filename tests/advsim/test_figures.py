@@ -171,7 +171,8 @@ def _numeric(value: str) -> bool:
 def test_threshold_search_quick(quick_run):
     """Algorithm 5 at T = 2 (a compute hook, no sweep): the search is at least the audit of
     h* = C/2 (h* is on its grid), and the exact eps(delta) of theta_2 is smallest at h*;
-    both GDP audits are labelled as assuming a Gaussian curve."""
+    both GDP audits are labelled as assuming a Gaussian curve, and every row names its
+    threshold selection."""
     out, _, _ = quick_run("threshold_search")
     with (out / "threshold_search_summary.csv").open() as f:
         raw = list(csv.DictReader(f))
@@ -183,6 +184,9 @@ def test_threshold_search_quick(quick_run):
         assert s["exact_eps_h_star"] <= s["exact_eps_max"]
         assert s["exact_gdp_max"] <= s["composition"] + 1e-6
     assert (out / "threshold_search.png").stat().st_size > 0
+    # Every row names its threshold selection: the paper's split, passed by the figure.
+    with (out / "threshold_search.csv").open() as f:
+        assert {r["threshold_selection"] for r in csv.DictReader(f)} == {"split"}
 
 
 @pytest.mark.slow
